@@ -1,0 +1,147 @@
+"""Settings for the kernel archive, read from the environment.
+
+Embedded default: SQLite and Huey on SQLite under ARCHIVE_DATA_DIR.
+At scale: PostgreSQL via DATABASE_URL and Huey on Redis via REDIS_URL.
+"""
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+DATA_DIR = Path(os.environ.get("ARCHIVE_DATA_DIR", BASE_DIR / "data")).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = _env_bool("DJANGO_DEBUG", False)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG and os.environ.get("DJANGO_REQUIRE_SECRET_KEY"):
+        raise RuntimeError("DJANGO_SECRET_KEY must be set in production")
+    # A development key; production sets DJANGO_SECRET_KEY (docs/deploy.md).
+    SECRET_KEY = "dev-only-insecure-key-set-DJANGO_SECRET_KEY-in-production"
+ALLOWED_HOSTS = [
+    h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()
+]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "huey.contrib.djhuey",
+    "kernels",
+    "search",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "archive_site.urls"
+WSGI_APPLICATION = "archive_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "archive.sqlite3",
+            # WAL lets the worker write while the site reads.
+            "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 30},
+        }
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+MEDIA_ROOT = DATA_DIR / "media"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+# Huey: SQLite queue beside the database by default, Redis when REDIS_URL is set.
+REDIS_URL = os.environ.get("REDIS_URL", "")
+HUEY_IMMEDIATE = _env_bool("HUEY_IMMEDIATE", False)
+if REDIS_URL:
+    HUEY = {
+        "huey_class": "huey.PriorityRedisHuey",
+        "name": os.environ.get("HUEY_QUEUE_NAME", "kernel-archive"),
+        "url": REDIS_URL,
+        "immediate": HUEY_IMMEDIATE,
+        "consumer": {"workers": 1, "worker_type": "process"},
+    }
+else:
+    HUEY = {
+        "huey_class": "huey.SqliteHuey",
+        "name": "kernel-archive",
+        "filename": str(DATA_DIR / "huey.sqlite3"),
+        "immediate": HUEY_IMMEDIATE,
+        "consumer": {"workers": 1, "worker_type": "process"},
+    }
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Kernel archive API",
+    "DESCRIPTION": "Machine-generated GPU kernels, their claimed and re-measured numbers.",
+    "VERSION": "1.0.0",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,84 @@
+"""Typed field readers shared by the row schemas. Each raises FieldProblem naming the fault."""
+import math
+
+
+class FieldProblem(ValueError):
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(message)
+
+
+MISSING = object()
+
+
+def text(
+    row: dict, name: str, *, required: bool = True, allow_empty: bool = False, max_length: int | None = None
+) -> str | None:
+    value = row.get(name, MISSING)
+    if value is MISSING or value is None:
+        if required:
+            raise FieldProblem(name, "missing" if value is MISSING else "is null")
+        return None
+    if not isinstance(value, str):
+        raise FieldProblem(name, f"expected text, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise FieldProblem(name, "is empty")
+    if max_length is not None and len(value) > max_length:
+        raise FieldProblem(name, f"is {len(value)} characters long, over the limit of {max_length}")
+    if "\x00" in value:
+        raise FieldProblem(name, "contains a NUL character")
+    return value
+
+
+def integer(row: dict, name: str, *, required: bool = True, minimum: int | None = None) -> int | None:
+    value = row.get(name, MISSING)
+    if value is MISSING or value is None:
+        if required:
+            raise FieldProblem(name, "missing" if value is MISSING else "is null")
+        return None
+    # Parquet and pandas hand back floats such as 1.0 for integer columns with nulls.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FieldProblem(name, f"expected an integer, got {type(value).__name__} {value!r:.40}")
+    if minimum is not None and value < minimum:
+        raise FieldProblem(name, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def number(row: dict, name: str, *, required: bool = False, non_negative: bool = True) -> float | None:
+    """A float that may be null. NaN (how Parquet and pandas spell null) reads as null."""
+    value = row.get(name, MISSING)
+    if value is MISSING or value is None:
+        if required:
+            raise FieldProblem(name, "missing" if value is MISSING else "is null")
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise FieldProblem(name, f"expected a number, got {type(value).__name__} {value!r:.40}")
+    value = float(value)
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        raise FieldProblem(name, "is infinite")
+    if non_negative and value < 0:
+        raise FieldProblem(name, f"must not be negative, got {value}")
+    return value
+
+
+def boolean(row: dict, name: str, *, required: bool = True) -> bool | None:
+    value = row.get(name, MISSING)
+    if value is MISSING or value is None:
+        if required:
+            raise FieldProblem(name, "missing" if value is MISSING else "is null")
+        return None
+    if not isinstance(value, bool):
+        raise FieldProblem(name, f"expected true or false, got {type(value).__name__} {value!r:.40}")
+    return value
+
+
+def first_present(row: dict, *names: str) -> str | None:
+    """The first of several accepted spellings that the row carries."""
+    for name in names:
+        if row.get(name) is not None:
+            return name
+    return None

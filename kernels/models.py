@@ -1,0 +1,147 @@
+"""The archive's data: tasks, kernels with their claimed numbers, profiles, verifications.
+
+Models stay thin: writes live in services.py, reads in selectors.py.
+"""
+from django.db import models
+
+
+class Task(models.Model):
+    """A KernelBench problem: a reference PyTorch module, optionally its functional form."""
+
+    level = models.PositiveSmallIntegerField()
+    task_number = models.PositiveIntegerField()
+    op_name = models.CharField(max_length=255)
+    reference_code = models.TextField()
+    # `module_fn` plus `Model.forward(..., fn=module_fn)`; needed to call cuda_forward kernels
+    # of tasks with weights. Empty when unknown.
+    functional_code = models.TextField(blank=True, default="")
+    # Weak-check findings about the reference (near-constant or input-insensitive output).
+    flags = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["level", "task_number"]
+        constraints = [models.UniqueConstraint(fields=["level", "task_number"], name="task_unique_level_number")]
+
+    def __str__(self):
+        return f"L{self.level} T{self.task_number} {self.op_name}"
+
+
+class Kernel(models.Model):
+    """One generated kernel and the numbers its archive claims for it."""
+
+    class Kind(models.TextChoices):
+        CUDA_FORWARD = "cuda_forward", "CUDA forward (called in place of module_fn)"
+        MODEL_NEW = "model_new", "ModelNew module (KernelBench)"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="kernels")
+    name = models.CharField(max_length=255)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    code = models.TextField()
+    code_sha256 = models.CharField(max_length=64)
+    # Provenance.
+    source_archive = models.CharField(max_length=255)
+    experiment = models.CharField(max_length=255, blank=True, default="")
+    archive_index = models.BigIntegerField(null=True, blank=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    # Claimed results, as imported. Runtimes in milliseconds; speedup = baseline / kernel runtime.
+    claimed_runtime_ms = models.FloatField(null=True, blank=True)
+    claimed_native_runtime_ms = models.FloatField(null=True, blank=True)
+    claimed_compile_runtime_ms = models.FloatField(null=True, blank=True)
+    claimed_speedup_native = models.FloatField(null=True, blank=True)
+    claimed_speedup_compile = models.FloatField(null=True, blank=True)
+    claimed_correct = models.BooleanField(default=False)
+    claimed_max_diff = models.FloatField(null=True, blank=True)
+    error_text = models.TextField(blank=True, default="")
+    hardware = models.CharField(max_length=128, blank=True, default="")
+    imported_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "-claimed_speedup_native", "id"]
+        constraints = [models.UniqueConstraint(fields=["task", "code_sha256"], name="kernel_unique_task_code")]
+        indexes = [
+            models.Index(fields=["task", "claimed_correct", "claimed_speedup_native"]),
+            models.Index(fields=["claimed_speedup_native"]),
+            models.Index(fields=["source_archive"]),
+            models.Index(fields=["experiment"]),
+        ]
+
+    def __str__(self):
+        return f"{self.name} ({self.task})"
+
+
+class Profile(models.Model):
+    """A profiler's output for a kernel: the raw text as received and its parsed structure."""
+
+    class Kind(models.TextChoices):
+        NCU = "ncu", "Nsight Compute"
+        TORCH = "torch", "torch profiler"
+        CLANG_TIDY = "clang_tidy", "clang-tidy"
+
+    class Origin(models.TextChoices):
+        ARCHIVE = "archive", "Imported with the archive"
+        WORKER = "worker", "Measured by our worker"
+
+    kernel = models.ForeignKey(Kernel, on_delete=models.CASCADE, related_name="profiles")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.ARCHIVE)
+    raw_text = models.TextField()
+    parsed = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kernel", "kind"]
+        constraints = [
+            models.UniqueConstraint(fields=["kernel", "kind", "origin"], name="profile_unique_kernel_kind_origin")
+        ]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} of kernel {self.kernel_id}"
+
+
+class Verification(models.Model):
+    """One run of our harness on a kernel: what it measured and every flag it raised."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PASSED = "passed", "Passed"
+        FAILED = "failed", "Failed"
+        ERROR = "error", "Error"
+
+    kernel = models.ForeignKey(Kernel, on_delete=models.CASCADE, related_name="verifications")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    gpu_name = models.CharField(max_length=128, blank=True, default="")
+    versions = models.JSONField(default=dict, blank=True)
+    harness_version = models.CharField(max_length=32, blank=True, default="")
+    seeds = models.JSONField(default=list, blank=True)
+    trials = models.JSONField(default=list, blank=True)
+    tolerance = models.JSONField(default=dict, blank=True)
+    max_abs_error = models.FloatField(null=True, blank=True)
+    max_rel_error = models.FloatField(null=True, blank=True)
+    timings = models.JSONField(default=dict, blank=True)
+    runtime_ms = models.FloatField(null=True, blank=True)
+    eager_runtime_ms = models.FloatField(null=True, blank=True)
+    compile_runtime_ms = models.FloatField(null=True, blank=True)
+    speedup_eager = models.FloatField(null=True, blank=True)
+    speedup_compile = models.FloatField(null=True, blank=True)
+    flags = models.JSONField(default=list, blank=True)
+    bundle_sha256 = models.CharField(max_length=64, blank=True, default="")
+    log = models.TextField(blank=True, default="")
+    requested_by = models.ForeignKey(
+        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="verifications"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["kernel", "status", "-finished_at"])]
+
+    def __str__(self):
+        return f"Verification {self.id} of kernel {self.kernel_id}: {self.status}"
+
+    @property
+    def has_blocking_flag(self) -> bool:
+        return any(flag.get("blocking") for flag in self.flags or [])

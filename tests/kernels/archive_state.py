@@ -1,0 +1,9 @@
+"""A fingerprint of everything the archive holds, to prove a rejected import changed nothing."""
+from kernels.models import Kernel, Profile, Task, Verification
+
+
+def archive_snapshot() -> dict:
+    return {
+        model.__name__: sorted(tuple(sorted(row.items())) for row in model.objects.values())
+        for model in (Task, Kernel, Profile, Verification)
+    }
