@@ -3,5 +3,9 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/exports/", include("kernels.export_urls")),
+    path("api/", include("search.api_urls")),
+    path("api/", include("kernels.api_urls")),
+    path("", include("search.urls")),
     path("", include("kernels.urls")),
 ]

@@ -1,0 +1,47 @@
+# The two commands of the README: `make demo` and `make test`. Everything else is a step of theirs.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SHARED_SAMPLE := ../shared/data/sakana_archive_subset.jsonl
+DEMO_ARCHIVE := evaluator/demo_archive/demo_archive.jsonl
+# The shared sample when it is there, else the demo archive the repository ships.
+SAMPLE ?= $(if $(wildcard $(SHARED_SAMPLE)),$(SHARED_SAMPLE),$(DEMO_ARCHIVE))
+SAMPLE_HARDWARE ?= $(if $(wildcard $(SHARED_SAMPLE)),NVIDIA H100,)
+HOST ?= 127.0.0.1
+PORT ?= 8000
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/kernel_archive
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+PYTEST := $(PY) -m pytest
+
+.PHONY: install demo test test-sqlite test-postgres migrate import serve bench
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+migrate: install
+	$(PY) manage.py migrate --noinput
+
+import: migrate
+	$(PY) manage.py import_archive "$(SAMPLE)" --hardware "$(SAMPLE_HARDWARE)"
+
+demo: import
+	$(PY) manage.py collectstatic --noinput -v0
+	@echo "Serving http://$(HOST):$(PORT)/ with a worker; Ctrl-C stops both."
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} bash -c 'trap "kill 0" EXIT; $(PY) manage.py run_huey & $(PY) manage.py runserver $(HOST):$(PORT) --noreload'
+
+test: install test-sqlite test-postgres
+
+test-sqlite:
+	$(PYTEST) -m "not postgres" -q
+
+# The scale-out path against the real servers on 127.0.0.1.
+test-postgres:
+	DATABASE_URL=$(TEST_DATABASE_URL) $(PYTEST) -q tests/kernels
+
+bench: install
+	$(PY) bench/run.py

@@ -1,0 +1,2 @@
+"""JSON API of tasks, kernels and the leaderboard (mounted under /api/)."""
+urlpatterns = []

@@ -1,0 +1,2 @@
+"""Dataset exports (mounted under /api/exports/)."""
+urlpatterns = []

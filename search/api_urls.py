@@ -1,0 +1,2 @@
+"""Search, related kernels and map data API (mounted under /api/)."""
+urlpatterns = []

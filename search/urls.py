@@ -1,0 +1,2 @@
+"""Search and map pages."""
+urlpatterns = []
