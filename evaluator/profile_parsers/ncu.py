@@ -119,15 +119,21 @@ def _csv_rows(text: str, required: tuple[str, ...], what: str) -> tuple[list[str
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
     if start is None:
         raise ValueError(f'{what}: no CSV header line starting with "ID" found')
-    quoted_lines = [line for line in lines[start:] if line.startswith('"')]
-    rows = list(csv.reader(io.StringIO("\n".join(quoted_lines))))
-    header, data = rows[0], rows[1:]
+    # Drop ncu's own ==PROF==/==WARNING== lines but keep the rest intact, since a quoted
+    # rule description may span lines; stray one-field records (program output) are skipped.
+    kept = [line for line in lines[start:] if not line.startswith("==")]
+    rows = list(csv.reader(io.StringIO("\n".join(kept))))
+    header = rows[0]
     missing = [column for column in required if column not in header]
     if missing:
         raise ValueError(f"{what}: CSV header lacks column(s) {', '.join(missing)}")
-    for number, row in enumerate(data, start=2):
+    data = []
+    for number, row in enumerate(rows[1:], start=2):
+        if len(row) <= 1:
+            continue
         if len(row) != len(header):
-            raise ValueError(f"{what}: CSV row {number} has {len(row)} fields, header has {len(header)}")
+            raise ValueError(f"{what}: CSV record {number} has {len(row)} fields, header has {len(header)}")
+        data.append(row)
     return header, data
 
 

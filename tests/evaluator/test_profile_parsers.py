@@ -120,7 +120,7 @@ def test_ncu_details_csv_averages_five_launches_like_the_archive():
         lines.append(csv_row(launch, "Occupancy", "Achieved Occupancy", "%", occupancies[launch]))
         lines.append(csv_row(launch, "Memory Workload Analysis", "Memory Throughput", "byte/second", throughputs[launch]))
         lines.append(csv_row(launch, "Occupancy", "Block Limit SM", "block", "n/a"))
-        lines.append(csv_row(launch, "Occupancy", rule=("Occupancy", "WRN", f"message {launch}, with \"quotes\"")))
+        lines.append(csv_row(launch, "Occupancy", rule=("Occupancy", "WRN", f"message {launch}, with \"quotes\"\nand a second line")))
     lines.append("==PROF== Disconnected from process 1")
     profile = parse_ncu_details_csv("\n".join(lines))
     occupancy = profile["metrics"]["Achieved Occupancy"]
@@ -129,7 +129,7 @@ def test_ncu_details_csv_averages_five_launches_like_the_archive():
     assert profile["metrics"]["Memory Throughput"]["unit"] == "byte/second"
     assert profile["metrics"]["Memory Throughput"]["avg_value"] == pytest.approx(21152846405.572)
     assert "Block Limit SM" not in profile["metrics"]
-    assert profile["rules"] == {"Occupancy": {"type": "WRN", "description": 'message 4, with "quotes"'}}
+    assert profile["rules"] == {"Occupancy": {"type": "WRN", "description": 'message 4, with "quotes"\nand a second line'}}
 
 
 def test_archive_variance_is_the_population_variance(sample_rows):
@@ -252,7 +252,7 @@ def test_clang_tidy_counts_over_all_sample_rows(sample_rows):
     [
         (parse_ncu_details_csv, "no csv here", 'no CSV header line starting with "ID"'),
         (parse_ncu_details_csv, '"ID","Kernel Name"\n"0","k"', "lacks column(s) Section Name"),
-        (parse_ncu_details_csv, CSV_HEADER + '\n"0","1"', "has 2 fields, header has 20"),
+        (parse_ncu_details_csv, CSV_HEADER + '\n"0","1"', "record 2 has 2 fields, header has 20"),
         (parse_ncu_details_text, "==PROF== nothing profiled", "no kernel launch header"),
         (parse_ncu_details_text, "  k() (1, 1, 1)x(1, 1, 1), Context 1, Stream 7\n", "no 'Metric Name"),
         (parse_ncu_raw_csv, '"ID","Kernel Name"\n', "no units row"),
