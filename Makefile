@@ -13,7 +13,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/kernel_archive
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 PYTEST := $(PY) -m pytest
 
-.PHONY: install demo test test-sqlite test-postgres migrate import serve bench
+.PHONY: install browser demo test test-sqlite test-postgres migrate import serve bench
 
 install: $(VENV)/.installed
 
@@ -34,7 +34,11 @@ demo: import
 	@echo "Serving http://$(HOST):$(PORT)/ with a worker; Ctrl-C stops both."
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} bash -c 'trap "kill 0" EXIT; $(PY) manage.py run_huey & $(PY) manage.py runserver $(HOST):$(PORT) --noreload'
 
-test: install test-sqlite test-postgres
+test: install browser test-sqlite test-postgres
+
+# Debian's Chromium for the browser tests (needs root or sudo; a no-op when present).
+browser:
+	bash scripts/install_chromium.sh
 
 test-sqlite:
 	$(PYTEST) -m "not postgres" -q

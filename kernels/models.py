@@ -54,6 +54,8 @@ class Kernel(models.Model):
     claimed_max_diff = models.FloatField(null=True, blank=True)
     error_text = models.TextField(blank=True, default="")
     hardware = models.CharField(max_length=128, blank=True, default="")
+    # Technique tags detected from the code (kernels/techniques.py), stored as ",a,b,".
+    technique_tags = models.CharField(max_length=512, blank=True, default="")
     imported_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -68,6 +70,12 @@ class Kernel(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.task})"
+
+    @property
+    def techniques(self) -> list[str]:
+        from .techniques import decode_tags
+
+        return decode_tags(self.technique_tags)
 
 
 class Profile(models.Model):

@@ -12,6 +12,7 @@ from .ingest.kernelbench_schema import kernelbench_row_to_record, looks_like_ker
 from .ingest.readers import UnreadableRow, first_row, open_source
 from .ingest.records import KernelRecord
 from .models import Kernel, Profile, Task
+from .techniques import detect_techniques, encode_tags
 
 BATCH_SIZE = 500
 MAX_ERRORS_REPORTED = 200
@@ -187,4 +188,5 @@ def _kernel_from(record: KernelRecord, task: Task, source_archive: str) -> Kerne
         claimed_speedup_native=record.claimed_speedup_native,
         claimed_speedup_compile=record.claimed_speedup_compile, claimed_correct=record.claimed_correct,
         claimed_max_diff=record.claimed_max_diff, error_text=record.error_text, hardware=record.hardware[:128],
+        technique_tags=encode_tags(detect_techniques(record.code)),
     )
