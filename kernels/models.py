@@ -136,6 +136,11 @@ class Verification(models.Model):
     flags = models.JSONField(default=list, blank=True)
     bundle_sha256 = models.CharField(max_length=64, blank=True, default="")
     log = models.TextField(blank=True, default="")
+    # Crash recovery: a running job whose worker stops heartbeating is re-queued once.
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True, default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    device = models.CharField(max_length=8, blank=True, default="")
     requested_by = models.ForeignKey(
         "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="verifications"
     )
@@ -145,7 +150,10 @@ class Verification(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["kernel", "status", "-finished_at"])]
+        indexes = [
+            models.Index(fields=["kernel", "status", "-finished_at"]),
+            models.Index(fields=["status", "heartbeat_at"]),
+        ]
 
     def __str__(self):
         return f"Verification {self.id} of kernel {self.kernel_id}: {self.status}"
