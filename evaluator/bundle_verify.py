@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Re-verify the kernel in this bundle and compare the result with the archive's claims.
+
+    python verify.py [--device cuda|cpu] [--json result.json] [--seeds 1,2,3]
+
+Runs harness.py (shipped beside this file) in a subprocess on reference.py, the kernel
+source and functional.py when present, prints the verdict, every flag with its evidence
+and a claimed-vs-re-measured table, and writes the harness's full JSON result (plus the
+claims and a check of SHA256SUMS) to --json. Needs only the standard library and torch.
+
+Exit status: 0 when the harness decided (verdict passed or failed, as the harness itself
+does), 2 when it could not (verdict error: build failure, crash, timeout, bad output).
+
+This file is shipped as verify.py inside every verification bundle (evaluator/bundle.py).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CANDIDATE_FILE_BY_KIND = {"cuda_forward": "kernel.cu", "model_new": "model_new.py"}
+DEFAULT_SEEDS = "1,2,3"
+NO_VERDICT_EXIT_STATUS = 2
+
+
+def pick_device(requested: str | None) -> str:
+    if requested:
+        return requested
+    try:
+        import torch
+    except ImportError:
+        sys.exit("verify.py needs PyTorch: pip install torch")
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def check_files(bundle_dir: Path) -> dict:
+    """Compare the bundle's files with SHA256SUMS, so a locally edited kernel is noticed."""
+    sums_file = bundle_dir / "SHA256SUMS"
+    if not sums_file.exists():
+        return {"files_intact": None, "modified": [], "note": "SHA256SUMS missing"}
+    modified = []
+    for line in sums_file.read_text(encoding="utf-8").splitlines():
+        expected, _, name = line.partition("  ")
+        path = bundle_dir / name
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != expected:
+            modified.append(name)
+    return {"files_intact": not modified, "modified": modified}
+
+
+def harness_command(bundle_dir: Path, claims: dict, device: str, seeds: str, json_path: Path) -> list[str]:
+    kind = claims["kernel"]["kind"]
+    command = [
+        sys.executable, str(bundle_dir / "harness.py"),
+        "--reference", str(bundle_dir / "reference.py"),
+        "--candidate", str(bundle_dir / CANDIDATE_FILE_BY_KIND[kind]),
+        "--kind", kind,
+        "--device", device,
+        "--seeds", seeds,
+        "--json", str(json_path),
+    ]
+    if (bundle_dir / "functional.py").exists():
+        command += ["--functional", str(bundle_dir / "functional.py")]
+    return command
+
+
+def run_harness(command: list[str], bundle_dir: Path, json_path: Path, timeout_s: float, verbose: bool) -> dict:
+    """The harness's JSON result, or an 'error' result carrying the reason and log tail."""
+    # Keep the bundle directory identical to the zip: no __pycache__ next to its files.
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    output = None if verbose else subprocess.PIPE
+    try:
+        completed = subprocess.run(
+            command, cwd=bundle_dir, env=env, stdout=output, stderr=output, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        return {"verdict": "error", "flags": [], "error": f"harness did not finish within {timeout_s:.0f} s"}
+    log = ((completed.stdout or "") + (completed.stderr or ""))[-20000:]
+    try:
+        result = json.loads(json_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {
+            "verdict": "error",
+            "flags": [],
+            "error": f"harness exited with status {completed.returncode} without a readable JSON result ({exc})",
+            "log": log,
+        }
+    if not isinstance(result, dict) or result.get("verdict") not in ("passed", "failed", "error"):
+        return {"verdict": "error", "flags": [], "error": "harness JSON has no verdict", "log": log, "raw": result}
+    return result
+
+
+def _number(value) -> str:
+    if isinstance(value, bool) or value is None:
+        return "-" if value is None else str(value)
+    if isinstance(value, (int, float)):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _median_ms(timings: dict, name: str):
+    entry = (timings or {}).get(name) or {}
+    return entry.get("median_ms") if isinstance(entry, dict) else None
+
+
+def _max_over_trials(trials, *names):
+    values = [
+        trial[name]
+        for trial in trials or []
+        if isinstance(trial, dict)
+        for name in names
+        if isinstance(trial.get(name), (int, float))
+    ]
+    return max(values) if values else None
+
+
+def comparison_rows(claimed: dict, result: dict) -> list[tuple[str, str, str]]:
+    timings = result.get("timings") or {}
+    speedup = result.get("speedup") or {}
+    return [
+        ("runtime (ms)", _number(claimed.get("runtime_ms")), _number(_median_ms(timings, "candidate"))),
+        ("eager baseline (ms)", _number(claimed.get("native_runtime_ms")), _number(_median_ms(timings, "eager"))),
+        ("compile baseline (ms)", _number(claimed.get("compile_runtime_ms")), _number(_median_ms(timings, "compile"))),
+        ("speedup vs eager", _number(claimed.get("speedup_native")), _number(speedup.get("vs_eager"))),
+        ("speedup vs compile", _number(claimed.get("speedup_compile")), _number(speedup.get("vs_compile"))),
+        ("correct", _number(claimed.get("correct")), str(result.get("verdict") == "passed")),
+        ("max abs diff", _number(claimed.get("max_diff")),
+         _number(_max_over_trials(result.get("trials"), "max_abs_error", "max_abs_err", "max_abs_diff"))),
+    ]
+
+
+def print_report(claims: dict, result: dict, device: str, json_path: Path, files: dict) -> None:
+    claimed = claims.get("claimed") or {}
+    versions = result.get("versions") or {}
+    print(f"Verdict: {str(result.get('verdict')).upper()}  (device: {device})")
+    if result.get("error"):
+        print(f"Error: {result['error']}")
+    if files.get("files_intact") is False:
+        print(f"Warning: files differ from SHA256SUMS: {', '.join(files['modified'])}")
+    flags = result.get("flags") or []
+    print(f"Flags: {len(flags)}" + ("" if flags else " (none)"))
+    for flag in flags:
+        kind = "blocking" if flag.get("blocking") else "advisory"
+        evidence = flag.get("evidence")
+        evidence_text = evidence if isinstance(evidence, str) else json.dumps(evidence, sort_keys=True, default=str)
+        print(f"  [{kind}] {flag.get('name')}: {evidence_text[:500]}")
+    hardware = claimed.get("hardware") or "unknown hardware"
+    here = versions.get("gpu") or versions.get("device") or device
+    print()
+    rows = [("", f"claimed ({hardware})", f"re-measured ({here})")] + comparison_rows(claimed, result)
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    if device == "cpu":
+        print("\nNote: the claims were measured on a GPU; CPU timings check the pipeline, not the speedup.")
+    if versions:
+        print("\nVersions: " + ", ".join(f"{key}={value}" for key, value in sorted(versions.items())))
+    print(f"\nFull result: {json_path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Re-verify the kernel in this bundle.")
+    parser.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when available, else cpu")
+    parser.add_argument("--json", type=Path, default=Path("verification_result.json"), help="where to write the result")
+    parser.add_argument("--seeds", default=DEFAULT_SEEDS, help=f"comma-separated seeds (default {DEFAULT_SEEDS})")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds before the harness is stopped")
+    parser.add_argument("--verbose", action="store_true", help="show the harness's own output")
+    args = parser.parse_args(argv)
+
+    claims = json.loads((HERE / "claims.json").read_text(encoding="utf-8"))
+    device = pick_device(args.device)
+    json_path = args.json.resolve()
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.unlink(missing_ok=True)  # never report a stale result from an earlier run
+    files = check_files(HERE)
+    print(f"Running the harness on {device} (building the kernel can take a few minutes)...", flush=True)
+    command = harness_command(HERE, claims, device, args.seeds, json_path)
+    result = run_harness(command, HERE, json_path, args.timeout, args.verbose)
+    result["claims"] = claims
+    result["bundle"] = files
+    json_path.write_text(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    print_report(claims, result, device, json_path, files)
+    return 0 if result.get("verdict") in ("passed", "failed") else NO_VERDICT_EXIT_STATUS
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,316 @@
+"""Verification bundles: reproducible bytes, fixed contents, and a bundle that really runs.
+
+The last tests extract a bundle into a fresh folder and run its verify.py with a fresh
+interpreter, as a user who downloaded it would: first against a stub harness (to pin
+verify.py's side of the CLI contract), then against the real evaluator/harness.py.
+"""
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from evaluator.bundle import bundle_files, bundle_sha256, build_bundle
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EVALUATOR_DIR = REPO_ROOT / "evaluator"
+
+REFERENCE = textwrap.dedent(
+    '''
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        """y = relu(x) * scale: an elementwise task with one weight, small enough for CPU CI."""
+
+        def __init__(self, features):
+            super().__init__()
+            self.scale = nn.Parameter(torch.randn(features))
+
+        def forward(self, x):
+            return torch.relu(x) * self.scale
+
+
+    batch_size = 64
+    features = 256
+
+
+    def get_inputs():
+        return [torch.randn(batch_size, features)]
+
+
+    def get_init_inputs():
+        return [features]
+    '''
+)
+
+FUNCTIONAL = textwrap.dedent(
+    '''
+    import torch
+    import torch.nn as nn
+
+
+    def module_fn(x, scale):
+        return torch.relu(x) * scale
+
+
+    class Model(nn.Module):
+        def __init__(self, features):
+            super().__init__()
+            self.scale = nn.Parameter(torch.randn(features))
+
+        def forward(self, x, fn=module_fn):
+            return fn(x, self.scale)
+
+
+    batch_size = 64
+    features = 256
+
+
+    def get_inputs():
+        return [torch.randn(batch_size, features)]
+
+
+    def get_init_inputs():
+        return [features]
+    '''
+)
+
+# C++ only, so load_inline(cpp_sources=...) builds it and it runs on the CPU.
+KERNEL_TEMPLATE = textwrap.dedent(
+    """
+    #include <torch/extension.h>
+
+    torch::Tensor forward(torch::Tensor x, torch::Tensor scale) {
+        TORCH_CHECK(x.dim() == 2 && scale.dim() == 1 && x.size(1) == scale.size(0), "shape mismatch");
+        auto input = x.contiguous();
+        auto weights = scale.contiguous();
+        auto out = torch::empty_like(input);
+        const float* in = input.data_ptr<float>();
+        const float* w = weights.data_ptr<float>();
+        float* o = out.data_ptr<float>();
+        const int64_t features = input.size(1);
+        for (int64_t i = 0; i < input.numel(); ++i) {
+            const float v = in[i] > 0.f ? in[i] : 0.f;
+            o[i] = BODY;
+        }
+        return out;
+    }
+
+    PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+        m.def("forward", &forward, "relu(x) * scale");
+    }
+    """
+)
+HONEST_KERNEL = KERNEL_TEMPLATE.replace("BODY", "v * w[i % features]")
+# An off-by-one a generated kernel could well make: the last feature column is dropped.
+BROKEN_KERNEL = KERNEL_TEMPLATE.replace("BODY", "(i % features == features - 1) ? 0.f : v * w[i % features]")
+
+TASK = {
+    "level": 9,
+    "task_number": 1,
+    "op_name": "1_ReLU_Scale",
+    "reference_code": REFERENCE,
+    "functional_code": FUNCTIONAL,
+}
+CLAIMED = {
+    "runtime_ms": 0.01,
+    "native_runtime_ms": 0.02,
+    "compile_runtime_ms": 0.03,
+    "speedup_native": 2.0,
+    "speedup_compile": 3.0,
+    "correct": True,
+    "max_diff": 0.0,
+    "hardware": "NVIDIA H100 80GB HBM3",
+    "source_archive": "sakana-ai-cuda-engineer-archive",
+}
+
+
+def kernel(code=HONEST_KERNEL, name="relu_scale_loop"):
+    return {"name": name, "kind": "cuda_forward", "code": code}
+
+
+@pytest.fixture
+def fake_harness_dir(tmp_path):
+    folder = tmp_path / "harness_src"
+    folder.mkdir()
+    (folder / "harness.py").write_text("print('harness')\n")
+    (folder / "harness_timing.py").write_text("print('timing')\n")
+    (folder / "not_the_harness.py").write_text("print('ignored')\n")
+    return folder
+
+
+def test_same_inputs_give_the_same_bytes(fake_harness_dir):
+    first = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=fake_harness_dir)
+    second = build_bundle(kernel=kernel(), task=dict(TASK), claimed=dict(CLAIMED), harness_dir=fake_harness_dir)
+    assert bundle_sha256(first) == bundle_sha256(second)
+    assert len(bundle_sha256(first)) == 64
+    changed = build_bundle(kernel=kernel(BROKEN_KERNEL), task=TASK, claimed=CLAIMED, harness_dir=fake_harness_dir)
+    assert bundle_sha256(changed) != bundle_sha256(first)
+    (fake_harness_dir / "harness_timing.py").write_text("print('timing v2')\n")
+    new_harness = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=fake_harness_dir)
+    assert bundle_sha256(new_harness) != bundle_sha256(first)
+
+
+def test_contents_and_fixed_metadata(fake_harness_dir, tmp_path):
+    data = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=fake_harness_dir)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        infos = archive.infolist()
+        assert [info.filename for info in infos] == [
+            "README.md", "SHA256SUMS", "claims.json", "functional.py", "harness.py", "harness_timing.py",
+            "kernel.cu", "reference.py", "verify.py",
+        ]
+        assert {info.date_time for info in infos} == {(1980, 1, 1, 0, 0, 0)}
+        assert {info.compress_type for info in infos} == {zipfile.ZIP_STORED}
+        assert archive.read("kernel.cu").decode() == HONEST_KERNEL
+        assert archive.read("reference.py").decode() == REFERENCE
+        assert archive.read("verify.py") == (EVALUATOR_DIR / "bundle_verify.py").read_bytes()
+        claims = json.loads(archive.read("claims.json"))
+        archive.extractall(tmp_path / "out")
+    assert claims["kernel"] == {"name": "relu_scale_loop", "kind": "cuda_forward", "file": "kernel.cu"}
+    assert claims["task"] == {"level": 9, "task_number": 1, "op_name": "1_ReLU_Scale"}
+    assert claims["claimed"]["speedup_native"] == 2.0 and claims["claimed"]["error"] is None
+    check = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=tmp_path / "out", capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_model_new_kernels_and_known_functional_forms(fake_harness_dir):
+    files = bundle_files(
+        kernel={"name": "n", "kind": "model_new", "code": "class ModelNew: pass\n"},
+        task={"level": 2, "task_number": 1, "op_name": "1_Conv2D_ReLU_BiasAdd", "reference_code": REFERENCE,
+              "functional_code": ""},
+        claimed={"claimed_runtime_ms": float("nan"), "claimed_correct": False, "error_text": "boom"},
+        harness_dir=fake_harness_dir,
+    )
+    assert "model_new.py" in files and "kernel.cu" not in files
+    assert b"1_Conv2D_ReLU_BiasAdd" in files["functional.py"]  # filled in from evaluator.functional_forms
+    claims = json.loads(files["claims.json"])
+    assert claims["claimed"]["runtime_ms"] is None and claims["claimed"]["error"] == "boom"
+    no_form = bundle_files(kernel=kernel(), task={**TASK, "functional_code": ""}, claimed={}, harness_dir=fake_harness_dir)
+    assert "functional.py" not in no_form
+
+
+def test_bad_inputs_are_refused(fake_harness_dir, tmp_path):
+    with pytest.raises(ValueError, match="kernel kind"):
+        build_bundle(kernel={**kernel(), "kind": "../../etc"}, task=TASK, claimed={}, harness_dir=fake_harness_dir)
+    with pytest.raises(ValueError, match="kernel code is empty"):
+        build_bundle(kernel={**kernel(), "code": " "}, task=TASK, claimed={}, harness_dir=fake_harness_dir)
+    with pytest.raises(ValueError, match="unknown claimed field"):
+        build_bundle(kernel=kernel(), task=TASK, claimed={"speedup": 9}, harness_dir=fake_harness_dir)
+    with pytest.raises(FileNotFoundError, match="no harness.py"):
+        build_bundle(kernel=kernel(), task=TASK, claimed={}, harness_dir=tmp_path)
+
+
+def test_untrusted_names_stay_literal_in_the_readme(fake_harness_dir):
+    hostile = "x```\n# Owned\n<script>alert(1)</script>`````"
+    files = bundle_files(kernel=kernel(name=hostile), task=TASK, claimed=CLAIMED, harness_dir=fake_harness_dir)
+    readme = files["README.md"].decode()
+    assert sorted(name for name in files if "Owned" in name or "/" in name) == []
+    fence = "``````"  # one longer than the longest backtick run in the name
+    block_start = readme.index(fence + "text\n")
+    block_end = readme.index("\n" + fence + "\n", block_start)
+    assert "<script>alert(1)</script>" in readme[block_start:block_end]
+    assert "\n# Owned" not in readme  # the newline was flattened, so no heading escapes
+    assert "CC-BY-4.0" in readme and "AI CUDA Engineer" in readme
+
+
+def run_verify(bundle: bytes, folder: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """Extract into a fresh folder and run verify.py as a user would, outside the repo."""
+    folder.mkdir()
+    (folder / "bundle.zip").write_bytes(bundle)
+    with zipfile.ZipFile(folder / "bundle.zip") as archive:
+        archive.extractall(folder / "bundle")
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE")}
+    env["TORCH_EXTENSIONS_DIR"] = str(folder / "torch_extensions")
+    completed = subprocess.run(
+        [sys.executable, "verify.py", "--device", "cpu", "--json", "out.json", *extra],
+        cwd=folder / "bundle", env=env, capture_output=True, text=True, timeout=1200,
+    )
+    result_path = folder / "bundle" / "out.json"
+    result = json.loads(result_path.read_text()) if result_path.exists() else {}
+    return completed, result
+
+
+STUB_HARNESS = textwrap.dedent(
+    """
+    import argparse, json, sys
+    parser = argparse.ArgumentParser()
+    for option in ("--reference", "--candidate", "--functional", "--kind", "--device", "--seeds", "--json"):
+        parser.add_argument(option)
+    args = parser.parse_args()
+    result = {
+        "verdict": "passed" if "v * w" in open(args.candidate).read() else "failed",
+        "flags": [{"name": "stub_flag", "blocking": False, "evidence": {"argv": sys.argv[1:]}}],
+        "trials": [{"seed": 1, "max_abs_error": 1.5e-7}],
+        "timings": {"candidate": {"median_ms": 0.5, "iqr_ms": 0.01, "n": 30},
+                    "eager": {"median_ms": 0.25, "iqr_ms": 0.01, "n": 30},
+                    "compile": {"median_ms": 1.0, "iqr_ms": 0.02, "n": 30}},
+        "speedup": {"vs_eager": 0.5, "vs_compile": 2.0},
+        "versions": {"harness": "stub", "torch": "x"},
+    }
+    open(args.json, "w").write(json.dumps(result))
+    print(json.dumps(result))
+    """
+)
+
+
+def test_verify_script_drives_the_harness_cli_contract(tmp_path):
+    stub_dir = tmp_path / "stub"
+    stub_dir.mkdir()
+    (stub_dir / "harness.py").write_text(STUB_HARNESS)
+    bundle = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=stub_dir)
+    completed, result = run_verify(bundle, tmp_path / "run", "--seeds", "4,5")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    argv = result["flags"][0]["evidence"]["argv"]
+    options = dict(zip(argv[::2], argv[1::2]))
+    assert Path(options["--reference"]).name == "reference.py"
+    assert Path(options["--candidate"]).name == "kernel.cu"
+    assert Path(options["--functional"]).name == "functional.py"
+    assert (options["--kind"], options["--device"], options["--seeds"]) == ("cuda_forward", "cpu", "4,5")
+    assert result["verdict"] == "passed" and result["bundle"]["files_intact"] is True
+    assert result["claims"]["claimed"]["speedup_native"] == 2.0
+    assert "Verdict: PASSED" in completed.stdout
+    assert "[advisory] stub_flag" in completed.stdout
+    speedup_line = next(line for line in completed.stdout.splitlines() if line.startswith("speedup vs eager"))
+    assert speedup_line.split()[3:] == ["2", "0.5"]  # claimed, re-measured
+
+
+def test_verify_script_reports_a_crashed_harness_and_edited_files(tmp_path):
+    stub_dir = tmp_path / "stub"
+    stub_dir.mkdir()
+    (stub_dir / "harness.py").write_text(STUB_HARNESS)
+    bundle = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=stub_dir)
+    edited = tmp_path / "edited"
+    edited.mkdir()
+    with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
+        archive.extractall(edited)
+    (edited / "harness.py").write_text("import sys; sys.exit(3)\n")
+    crashed = subprocess.run([sys.executable, "verify.py", "--device", "cpu", "--json", "out.json"], cwd=edited,
+                             capture_output=True, text=True, timeout=120)
+    assert crashed.returncode == 2
+    crash_result = json.loads((edited / "out.json").read_text())
+    assert crash_result["verdict"] == "error" and crash_result["bundle"]["modified"] == ["harness.py"]
+
+
+@pytest.mark.slow
+def test_downloaded_bundle_runs_in_a_fresh_directory_on_cpu(tmp_path):
+    if not (EVALUATOR_DIR / "harness.py").exists():
+        pytest.skip("evaluator/harness.py does not exist yet (being written separately)")
+    honest = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=EVALUATOR_DIR)
+    completed, result = run_verify(honest, tmp_path / "honest")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert result["verdict"] == "passed", json.dumps(result, indent=1)[:4000]
+    assert not [flag for flag in result["flags"] if flag["blocking"]]
+    assert "Verdict: PASSED" in completed.stdout
+
+    broken = build_bundle(kernel=kernel(BROKEN_KERNEL), task=TASK, claimed=CLAIMED, harness_dir=EVALUATOR_DIR)
+    completed, result = run_verify(broken, tmp_path / "broken")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert result["verdict"] == "failed", json.dumps(result, indent=1)[:4000]
+    assert "Verdict: FAILED" in completed.stdout
