@@ -1,0 +1,99 @@
+"""Which kernels an export holds: the leaderboard's filters, as one queryset.
+
+"Verified" means the kernel's latest *finished* verification (passed, failed or error;
+a queued or running re-check is not a result yet) passed with no blocking flag. The
+status is filtered here in SQL; the blocking flags live in a JSON list that SQLite cannot
+search portably, so rows.py drops the passed-but-flagged kernels batch by batch
+(`is_verified`), without loading anything more than it loads anyway.
+"""
+from dataclasses import dataclass
+
+from django.db.models import F, OuterRef, QuerySet, Subquery
+
+from ..models import Kernel, Task, Verification
+from ..techniques import TECHNIQUES
+
+FINISHED_STATUSES = (Verification.Status.PASSED, Verification.Status.FAILED, Verification.Status.ERROR)
+# Newest first; PostgreSQL sorts NULLs first in a descending order, so say where they go.
+NEWEST_FIRST = (F("finished_at").desc(nulls_last=True), F("id").desc())
+
+
+@dataclass(frozen=True)
+class ExportFilters:
+    level: int | None = None
+    correct_only: bool = False
+    verified_only: bool = False
+    op_name_contains: str = ""  # the leaderboard's `q`
+    technique: str = ""  # a tag of kernels.techniques.TECHNIQUES
+    hardware: str = ""  # the GPU the claims were measured on, exactly
+
+    def __post_init__(self):
+        if self.technique and self.technique not in TECHNIQUES:
+            raise ValueError(f"unknown technique {self.technique!r}; one of {', '.join(TECHNIQUES)}")
+        if self.level is not None and self.level < 1:
+            raise ValueError(f"level must be at least 1, got {self.level}")
+
+    def describe(self) -> list[str]:
+        """The filters in words, for the dataset card."""
+        words = []
+        if self.level is not None:
+            words.append(f"level {self.level} only")
+        if self.correct_only:
+            words.append("kernels claimed correct only")
+        if self.verified_only:
+            words.append("kernels whose latest re-verification passed with no blocking flag only")
+        if self.op_name_contains:
+            words.append(f"tasks whose name contains {self.op_name_contains!r}")
+        if self.technique:
+            words.append(f"kernels using the technique {self.technique!r}")
+        if self.hardware:
+            words.append(f"claims measured on {self.hardware!r}")
+        return words
+
+
+def kernels_for_export(filters: ExportFilters, *, level: int | None = None) -> QuerySet:
+    """Kernels matching the filters (and `level`, for one split), in a stable order:
+    level, task number, kernel id."""
+    kernels = Kernel.objects.all()
+    for wanted_level in {filters.level, level} - {None}:
+        kernels = kernels.filter(task__level=wanted_level)
+    if filters.correct_only:
+        kernels = kernels.filter(claimed_correct=True)
+    if filters.op_name_contains:
+        kernels = kernels.filter(task__op_name__icontains=filters.op_name_contains)
+    if filters.technique:
+        kernels = kernels.filter(technique_tags__contains=f",{filters.technique},")
+    if filters.hardware:
+        kernels = kernels.filter(hardware=filters.hardware)
+    if filters.verified_only:
+        kernels = kernels.annotate(latest_status=Subquery(_latest_finished().values("status")[:1])).filter(
+            latest_status=Verification.Status.PASSED
+        )
+    return kernels.order_by("task__level", "task__task_number", "id")
+
+
+def export_levels(filters: ExportFilters) -> list[int]:
+    """The splits an export writes: the published archive's three levels (kept even when
+    empty, so code that indexes dataset["level_3"] still runs) plus any other level this
+    site holds; just one with a level filter."""
+    if filters.level is not None:
+        return [filters.level]
+    held = set(Task.objects.order_by().values_list("level", flat=True).distinct())
+    return sorted(held | {1, 2, 3})
+
+
+def latest_finished_verifications():
+    """Finished verifications, newest first per kernel: prefetch this and take the first."""
+    return Verification.objects.filter(status__in=FINISHED_STATUSES).order_by("kernel_id", *NEWEST_FIRST)
+
+
+def _latest_finished():
+    return Verification.objects.filter(kernel=OuterRef("pk"), status__in=FINISHED_STATUSES).order_by(*NEWEST_FIRST)
+
+
+def is_verified(verification: Verification | None) -> bool:
+    return (
+        verification is not None
+        and verification.status == Verification.Status.PASSED
+        and not verification.has_blocking_flag
+    )
