@@ -1,2 +1,9 @@
-"""Dataset exports (mounted under /api/exports/)."""
-urlpatterns = []
+"""Dataset exports (mounted under /api/exports/). Pages link here through
+kernels.export.links.download_links(request.GET)."""
+from django.urls import path
+
+from .export_views import ExportDownloadView
+
+urlpatterns = [
+    path("", ExportDownloadView.as_view(), name="export-download"),
+]

@@ -26,6 +26,7 @@ class ExportFilters:
     op_name_contains: str = ""  # the leaderboard's `q`
     technique: str = ""  # a tag of kernels.techniques.TECHNIQUES
     hardware: str = ""  # the GPU the claims were measured on, exactly
+    experiment: str = ""  # the source archive's experiment, exactly
 
     def __post_init__(self):
         if self.technique and self.technique not in TECHNIQUES:
@@ -48,6 +49,8 @@ class ExportFilters:
             words.append(f"kernels using the technique {self.technique!r}")
         if self.hardware:
             words.append(f"claims measured on {self.hardware!r}")
+        if self.experiment:
+            words.append(f"kernels of the experiment {self.experiment!r}")
         return words
 
 
@@ -65,6 +68,8 @@ def kernels_for_export(filters: ExportFilters, *, level: int | None = None) -> Q
         kernels = kernels.filter(technique_tags__contains=f",{filters.technique},")
     if filters.hardware:
         kernels = kernels.filter(hardware=filters.hardware)
+    if filters.experiment:
+        kernels = kernels.filter(experiment=filters.experiment)
     if filters.verified_only:
         kernels = kernels.annotate(latest_status=Subquery(_latest_finished().values("status")[:1])).filter(
             latest_status=Verification.Status.PASSED
