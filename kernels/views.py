@@ -1,7 +1,60 @@
+"""Pages: validate the query, call a selector, render. Bad parameters get a 400 saying why."""
+from django.core.paginator import Paginator
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from . import selectors
+from .charts import speedup_distribution, task_speedups
+from .filters import SORTS, InvalidQuery, parse_leaderboard_query
+from .highlight import python_source_html
+from .kernel_page import kernel_page_context
+from .models import Kernel
+from .techniques import TECHNIQUES
+
+
+def _bad_request(request, problem: InvalidQuery):
+    return render(request, "kernels/bad_request.html", {"problem": str(problem)}, status=400)
 
 
 def home(request):
-    return render(request, "kernels/home.html", {"overview": selectors.archive_overview()})
+    return render(request, "kernels/home.html", {
+        "overview": selectors.archive_overview(),
+        "top_kernels": selectors.top_kernels(),
+        "newest_verifications": selectors.newest_verifications(),
+        "speedup_chart": speedup_distribution(selectors.speedup_histogram()),
+    })
+
+
+def leaderboard(request):
+    try:
+        query = parse_leaderboard_query(request.GET)
+    except InvalidQuery as problem:
+        return _bad_request(request, problem)
+    page = Paginator(selectors.leaderboard_kernels(query), query.page_size).get_page(query.page)
+    return render(request, "kernels/leaderboard.html", {
+        "query": query, "page": page, "sorts": SORTS, "techniques": TECHNIQUES,
+        "hardware_names": selectors.hardware_names(), "rank_offset": page.start_index() - 1 if page else 0,
+    })
+
+
+def task_detail(request, level: int, task_number: int):
+    task = selectors.task_by_number(level, task_number)
+    kernels = list(selectors.task_kernels_ranked(task))
+    return render(request, "kernels/task_detail.html", {
+        "task": task, "kernels": kernels, "speedup_chart": task_speedups(kernels),
+        "reference_html": python_source_html(task.reference_code),
+        "functional_html": python_source_html(task.functional_code, "F") if task.functional_code else "",
+    })
+
+
+def kernel_detail(request, kernel_id: int):
+    return render(request, "kernels/kernel_detail.html", kernel_page_context(kernel_id))
+
+
+def kernel_source(request, kernel_id: int):
+    """The kernel's code as a download; the file name is ours, never the archive's text."""
+    kernel = selectors.kernel_code_only(kernel_id)
+    extension = "py" if kernel.kind == Kernel.Kind.MODEL_NEW else "cu"
+    response = HttpResponse(kernel.code, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="kernel_{kernel.id}.{extension}"'
+    return response

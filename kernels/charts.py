@@ -1,0 +1,89 @@
+"""Plotly figures (data and layout dicts) for the pages; static/js/charts.js draws them.
+
+Figures reach the page through json_script, never as inline code. Archive text inside a
+figure (kernel names in hover labels) is HTML-escaped first: plotly reads labels as a
+small HTML dialect, and escaped text becomes a plain text node.
+"""
+import html
+import math
+
+from .profile_tables import SOL
+
+COLOURS = {1: "#1f77b4", 2: "#ff7f0e", 3: "#2ca02c"}
+_BASE_LAYOUT = {"margin": {"l": 60, "r": 20, "t": 30, "b": 50}, "height": 360, "hovermode": "closest",
+                "legend": {"orientation": "h", "y": -0.2}}
+
+
+def _finite(value):
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def _layout(**overrides) -> dict:
+    return {**_BASE_LAYOUT, **overrides}
+
+
+def speedup_distribution(histogram: list[dict]) -> dict:
+    """Correct kernels per bin of claimed speedup vs eager, one bar series per level."""
+    labels = sorted({(row["low"], row["high"]) for row in histogram})
+    names = [f"{low:.2f}–{high:.2f}×" for low, high in labels]
+    data = []
+    for level in sorted({row["level"] for row in histogram}):
+        counts = {(row["low"], row["high"]): row["kernels"] for row in histogram if row["level"] == level}
+        data.append({"type": "bar", "name": f"level {level}", "x": names, "y": [counts.get(key, 0) for key in labels],
+                     "marker": {"color": COLOURS.get(level)}})
+    return {"data": data, "layout": _layout(
+        barmode="stack", xaxis={"title": {"text": "claimed speedup vs eager (quarter-octave bins)"}},
+        yaxis={"title": {"text": "correct kernels"}})}
+
+
+def task_speedups(kernels) -> dict:
+    """Claimed speedup vs eager of each correct kernel of a task, best first, with the
+    re-measured speedup beside it where a passed verification exists."""
+    ranked = [k for k in kernels if k.claimed_correct and _finite(k.claimed_speedup_native) is not None]
+    x = [f"#{k.id}" for k in ranked]
+    names = [html.escape(k.name) for k in ranked]
+    data = [{"type": "bar", "name": "claimed", "x": x, "y": [k.claimed_speedup_native for k in ranked],
+             "hovertext": names, "marker": {"color": "#1f77b4"}}]
+    remeasured = [(xi, _finite(k.remeasured_speedup), name) for xi, k, name in zip(x, ranked, names)
+                  if _finite(getattr(k, "remeasured_speedup", None)) is not None]
+    if remeasured:
+        data.append({"type": "scatter", "mode": "markers", "name": "re-measured (passed verification)",
+                     "x": [r[0] for r in remeasured], "y": [r[1] for r in remeasured],
+                     "hovertext": [r[2] for r in remeasured], "marker": {"color": "#d62728", "size": 10}})
+    shapes = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
+               "line": {"dash": "dot", "color": "#57606a"}}]
+    return {"data": data, "layout": _layout(
+        xaxis={"title": {"text": "kernel (best first)"}, "type": "category", "showticklabels": len(x) <= 40},
+        yaxis={"title": {"text": "speedup vs eager (×)"}}, shapes=shapes)}
+
+
+# Utilisation metrics as % of the device's peak, in the order a reader scans them.
+UTILISATION_METRICS = (
+    ("Compute (SM) Throughput", "Compute (SM) throughput"), ("SM Busy", "SM busy"),
+    ("Issue Slots Busy", "Issue slots busy"), (f"{SOL}: Memory Throughput", "Memory throughput (SOL)"),
+    ("DRAM Throughput", "DRAM throughput"), ("Mem Busy", "Memory busy"), ("Max Bandwidth", "Max bandwidth"),
+    ("Mem Pipes Busy", "Memory pipes busy"), ("L1/TEX Hit Rate", "L1/TEX hit rate"), ("L2 Hit Rate", "L2 hit rate"),
+)
+
+
+def speed_of_light(metrics: dict[str, tuple[float, str]]) -> dict | None:
+    """Compute vs memory utilisation (% of peak) and achieved vs theoretical occupancy, from
+    whichever of those NCU metrics the profile has; None when it has none."""
+    bars = [(label, metrics[name][0]) for name, label in UTILISATION_METRICS
+            if name in metrics and metrics[name][1] == "%" and _finite(metrics[name][0]) is not None]
+    data = []
+    if bars:
+        data.append({"type": "bar", "orientation": "h", "name": "utilisation (% of peak)",
+                     "y": [b[0] for b in bars], "x": [b[1] for b in bars], "marker": {"color": "#1f77b4"}})
+    occupancy = [(label, metrics[name][0]) for name, label in
+                 (("Theoretical Occupancy", "Occupancy: theoretical"), ("Achieved Occupancy", "Occupancy: achieved"))
+                 if name in metrics and _finite(metrics[name][0]) is not None]
+    if occupancy:
+        data.append({"type": "bar", "orientation": "h", "name": "occupancy (% of max warps)",
+                     "y": [o[0] for o in occupancy], "x": [o[1] for o in occupancy], "marker": {"color": "#2ca02c"}})
+    if not data:
+        return None
+    rows = len(bars) + len(occupancy)
+    return {"data": data, "layout": _layout(
+        height=80 + 28 * rows, margin={"l": 190, "r": 20, "t": 10, "b": 40},
+        xaxis={"title": {"text": "% of peak"}, "range": [0, 100]}, yaxis={"autorange": "reversed"})}

@@ -1,0 +1,137 @@
+"""Query parameters of the leaderboard and kernel lists, validated once for pages and API.
+
+The original AI CUDA Engineer Archive site linked to its leaderboard with `level`,
+`sort_by`, `show_kernels` and `experiment`; those spellings are accepted here so old
+links keep working (see docs/pages.md).
+"""
+import re
+from dataclasses import dataclass, field
+
+from .techniques import TECHNIQUES
+
+# Sort keys: speedups descending (best first), runtime ascending, task in archive order.
+SORTS = {
+    "speedup_native": "speedup vs eager (torch)",
+    "speedup_compile": "speedup vs torch.compile",
+    "runtime": "kernel runtime (ms)",
+    "task": "level and task",
+}
+DEFAULT_SORT = "speedup_native"
+# Spellings of other sites and of the archive's own columns, normalised (lowercase, no
+# separators) to our sort keys.
+_SORT_ALIASES = {
+    "speedup": "speedup_native", "speedupnative": "speedup_native", "nativespeedup": "speedup_native",
+    "cudaspeedupnative": "speedup_native", "speedupeager": "speedup_native",
+    "speedupcompile": "speedup_compile", "compilespeedup": "speedup_compile",
+    "cudaspeedupcompile": "speedup_compile",
+    "runtime": "runtime", "cudaruntime": "runtime", "runtimems": "runtime",
+    "task": "task", "taskid": "task", "level": "task", "leveltask": "task",
+}
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+_LEVEL = re.compile(r"^(?:level[_ ]?)?(\d{1,3})$", re.I)
+MAX_TEXT = 200
+MAX_PAGE_SIZE = 200
+
+
+class InvalidQuery(ValueError):
+    """A query parameter that cannot be understood; the message names it and what is allowed."""
+
+
+@dataclass(frozen=True)
+class LeaderboardQuery:
+    level: int | None = None
+    correct_only: bool = False
+    verified_only: bool = False
+    hardware: str = ""
+    op_name: str = ""
+    technique: str = ""
+    experiment: str = ""
+    sort: str = DEFAULT_SORT
+    show_kernels: bool = False
+    page: int = 1
+    page_size: int = 50
+    # Everything set, as GET parameters, to rebuild links (pagination, sort headers).
+    as_params: dict = field(default_factory=dict, compare=False)
+
+
+def parse_leaderboard_query(params, *, default_page_size: int = 50) -> LeaderboardQuery:
+    """Read a QueryDict (or any mapping of str to str) into a LeaderboardQuery or raise InvalidQuery."""
+    values = {
+        "level": _level(params.get("level", "")),
+        "correct_only": _flag(params, "correct_only", "correct"),
+        "verified_only": _flag(params, "verified_only", "verified"),
+        "hardware": _text(params, "hardware"),
+        "op_name": _text(params, "op_name") or _text(params, "q"),
+        "technique": _technique(params.get("technique", "")),
+        "experiment": _text(params, "experiment"),
+        "sort": _sort(params.get("sort") or params.get("sort_by") or ""),
+        "show_kernels": _flag(params, "show_kernels"),
+        "page": _positive_int(params, "page", 1),
+        "page_size": min(_positive_int(params, "page_size", default_page_size), MAX_PAGE_SIZE),
+    }
+    as_params = {
+        key: ("1" if value is True else str(value))
+        for key, value in values.items()
+        if key != "page" and value not in (None, False, "") and not (key == "sort" and value == DEFAULT_SORT)
+        and not (key == "page_size" and value == default_page_size)
+    }
+    return LeaderboardQuery(**values, as_params=as_params)
+
+
+def _level(raw: str) -> int | None:
+    raw = raw.strip()
+    if not raw or raw.lower() == "all":
+        return None
+    match = _LEVEL.match(raw)
+    if not match or int(match.group(1)) < 1:
+        raise InvalidQuery(f"level must be a level number such as 1, 2 or 3 (or level_1, level_2, ...), not {raw[:40]!r}")
+    return int(match.group(1))
+
+
+def _flag(params, *names: str) -> bool:
+    for name in names:
+        raw = params.get(name)
+        if raw is None:
+            continue
+        value = raw.strip().lower()
+        if value in _TRUE:
+            return True
+        if value in _FALSE:
+            return False
+        raise InvalidQuery(f"{name} must be 1 or 0 (true/false), not {raw[:40]!r}")
+    return False
+
+
+def _text(params, name: str) -> str:
+    value = (params.get(name) or "").strip()
+    if len(value) > MAX_TEXT:
+        raise InvalidQuery(f"{name} is longer than {MAX_TEXT} characters")
+    return value
+
+
+def _technique(raw: str) -> str:
+    raw = raw.strip()
+    if raw and raw not in TECHNIQUES:
+        raise InvalidQuery(f"technique must be one of {', '.join(TECHNIQUES)}, not {raw[:40]!r}")
+    return raw
+
+
+def _sort(raw: str) -> str:
+    if not raw.strip():
+        return DEFAULT_SORT
+    key = re.sub(r"[^a-z]", "", raw.lower())
+    if raw in SORTS:
+        return raw
+    if key in _SORT_ALIASES:
+        return _SORT_ALIASES[key]
+    raise InvalidQuery(f"sort must be one of {', '.join(SORTS)}, not {raw[:40]!r}")
+
+
+def _positive_int(params, name: str, default: int) -> int:
+    raw = (params.get(name) or "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1 or len(raw) > 9:
+        raise InvalidQuery(f"{name} must be a positive whole number, not {raw[:40]!r}")
+    return int(raw)

@@ -1,0 +1,57 @@
+"""Number formats GPU engineers read at a glance: speedups as 1.23×, times in ms, shares in %."""
+import math
+
+from django import template
+
+from ..techniques import label
+
+register = template.Library()
+DASH = "–"
+
+
+def _number(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+
+
+@register.filter
+def speedup(value):
+    value = _number(value)
+    return DASH if value is None else f"{value:.2f}×"
+
+
+@register.filter
+def ms(value):
+    """Four significant digits: 0.4211 ms, 12.35 ms."""
+    value = _number(value)
+    return DASH if value is None else f"{value:.4g} ms"
+
+
+@register.filter
+def sci(value):
+    value = _number(value)
+    return DASH if value is None else f"{value:.2e}"
+
+
+@register.filter
+def metric(value):
+    """NCU metric values: thousands separated, at most 4 significant digits below 10,000."""
+    value = _number(value)
+    if value is None:
+        return DASH
+    return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.4g}"
+
+
+@register.filter
+def percent(value):
+    value = _number(value)
+    return DASH if value is None else f"{100 * value:.1f}%"
+
+
+@register.filter
+def technique_label(tag):
+    return label(tag)
+
+
+@register.filter
+def fast_p_label(p):
+    return "correct" if p == 0 else f"> {p:g}×"
