@@ -1,2 +1,20 @@
 """JSON API of tasks, kernels and the leaderboard (mounted under /api/)."""
-urlpatterns = []
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from . import api
+
+urlpatterns = [
+    path("tasks/", api.TaskList.as_view(), name="api-tasks"),
+    path("tasks/<int:level>/<int:task_number>/", api.TaskDetail.as_view(), name="api-task"),
+    path("kernels/", api.KernelList.as_view(), name="api-kernels"),
+    path("kernels/<int:kernel_id>/", api.KernelDetail.as_view(), name="api-kernel"),
+    path("kernels/<int:kernel_id>/verifications/", api.KernelVerifications.as_view(), name="api-kernel-verifications"),
+    path("leaderboard/", api.Leaderboard.as_view(), name="api-leaderboard"),
+]
+
+# OpenAPI schema and Swagger UI; the UI's assets come from drf-spectacular-sidecar (offline).
+urlpatterns += [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]

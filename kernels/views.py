@@ -5,6 +5,7 @@ from django.shortcuts import render
 
 from . import selectors
 from .charts import speedup_distribution, task_speedups
+from .export.links import download_links
 from .filters import SORTS, InvalidQuery, parse_leaderboard_query
 from .highlight import python_source_html
 from .kernel_page import kernel_page_context
@@ -33,7 +34,8 @@ def leaderboard(request):
     page = Paginator(selectors.leaderboard_kernels(query), query.page_size).get_page(query.page)
     return render(request, "kernels/leaderboard.html", {
         "query": query, "page": page, "sorts": SORTS, "techniques": TECHNIQUES,
-        "hardware_names": selectors.hardware_names(), "rank_offset": page.start_index() - 1 if page else 0,
+        "hardware_names": selectors.hardware_names(), "rank_offset": page.start_index() - 1,
+        "export_links": download_links(request.GET),
     })
 
 

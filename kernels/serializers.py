@@ -1,0 +1,97 @@
+"""JSON shapes of the API. List serializers read only what the list selectors load (no code)."""
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from .models import Kernel, Profile, Task, Verification
+
+
+class TaskRefSerializer(serializers.Serializer):
+    level = serializers.IntegerField()
+    task_number = serializers.IntegerField()
+    op_name = serializers.CharField()
+
+
+class ClaimedSerializer(serializers.Serializer):
+    """The archive's claims: runtimes in ms, speedup = torch runtime / kernel runtime."""
+    runtime_ms = serializers.FloatField(source="claimed_runtime_ms", allow_null=True)
+    eager_runtime_ms = serializers.FloatField(source="claimed_native_runtime_ms", allow_null=True)
+    compile_runtime_ms = serializers.FloatField(source="claimed_compile_runtime_ms", allow_null=True)
+    speedup_eager = serializers.FloatField(source="claimed_speedup_native", allow_null=True)
+    speedup_compile = serializers.FloatField(source="claimed_speedup_compile", allow_null=True)
+    correct = serializers.BooleanField(source="claimed_correct")
+    max_diff = serializers.FloatField(source="claimed_max_diff", allow_null=True)
+
+
+class KernelListSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    task = TaskRefSerializer()
+    techniques = serializers.ListField(child=serializers.CharField(), read_only=True)
+    claimed = ClaimedSerializer(source="*")
+    verified = serializers.BooleanField(help_text="has a passed verification with no blocking flag")
+    remeasured_speedup_eager = serializers.FloatField(
+        source="remeasured_speedup", allow_null=True, help_text="speedup vs eager of the latest passed verification")
+
+    class Meta:
+        model = Kernel
+        fields = ["id", "url", "name", "kind", "task", "source_archive", "experiment", "hardware", "parent_id",
+                  "techniques", "claimed", "verified", "remeasured_speedup_eager"]
+
+    def get_url(self, kernel) -> str:
+        return f"/kernels/{kernel.id}/"
+
+
+class ProfileSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Profile
+        fields = ["kind", "origin", "parsed", "raw_text", "created_at"]
+
+
+class KernelDetailSerializer(KernelListSerializer):
+    profiles = ProfileSerializer(many=True, read_only=True)
+    source_url = serializers.SerializerMethodField()
+
+    class Meta(KernelListSerializer.Meta):
+        fields = KernelListSerializer.Meta.fields + ["code", "code_sha256", "error_text", "archive_index",
+                                                     "source_url", "profiles"]
+
+    def get_source_url(self, kernel) -> str:
+        return f"/kernels/{kernel.id}/source/"
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    kernel_count = serializers.IntegerField()
+    correct_count = serializers.IntegerField()
+    best_speedup_eager = serializers.FloatField(source="best_speedup_native", allow_null=True,
+                                                help_text="best claimed speedup vs eager among correct kernels")
+
+    class Meta:
+        model = Task
+        fields = ["level", "task_number", "op_name", "url", "kernel_count", "correct_count", "best_speedup_eager",
+                  "flags"]
+
+    def get_url(self, task) -> str:
+        return f"/tasks/{task.level}/{task.task_number}/"
+
+
+class TaskDetailSerializer(serializers.ModelSerializer):
+    kernels = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Task
+        fields = ["level", "task_number", "op_name", "reference_code", "functional_code", "flags", "kernels"]
+
+    @extend_schema_field(KernelListSerializer(many=True))
+    def get_kernels(self, task):
+        return KernelListSerializer(self.context["kernels"], many=True).data
+
+
+class VerificationSerializer(serializers.ModelSerializer):
+    has_blocking_flag = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Verification
+        fields = ["id", "kernel_id", "status", "gpu_name", "versions", "harness_version", "seeds", "trials",
+                  "tolerance", "max_abs_error", "max_rel_error", "timings", "runtime_ms", "eager_runtime_ms",
+                  "compile_runtime_ms", "speedup_eager", "speedup_compile", "flags", "has_blocking_flag",
+                  "bundle_sha256", "log", "created_at", "started_at", "finished_at"]
