@@ -1,0 +1,174 @@
+"""Reads for search pages and the API: semantic search, related kernels, the map's points."""
+from dataclasses import asdict, dataclass, field
+
+from django.db.models import OuterRef, Subquery
+
+from kernels.models import Kernel, Verification
+from kernels.techniques import TECHNIQUES, decode_tags, label
+
+from . import storage
+from .embedding import MODEL_NAME, embed_texts, query_text, vectors_from_bytes
+from .index import IndexUnavailable
+from .models import KernelEmbedding, MapPoint
+
+# Filters are applied after the vector search, so it fetches more than it shows and widens the
+# net until enough kernels pass them (or MAX_CANDIDATES were looked at).
+MAX_CANDIDATES = 20_000
+
+
+class IndexState:
+    READY = "ready"
+    REBUILDING = "rebuilding"
+
+
+@dataclass
+class KernelHit:
+    kernel_id: int
+    name: str
+    task: str
+    level: int
+    task_number: int
+    similarity: float
+    speedup: float | None
+    correct: bool
+    techniques: list[str] = field(default_factory=list)
+    duplicates_folded: int = 0
+
+    @property
+    def technique_labels(self) -> list[str]:
+        return [label(tag) for tag in self.techniques]
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"technique_labels": self.technique_labels}
+
+
+@dataclass
+class SearchResults:
+    hits: list[KernelHit]
+    state: str
+    message: str = ""
+
+
+def technique_choices() -> list[tuple[str, str]]:
+    return [(tag, label_) for tag, (label_, _) in TECHNIQUES.items()]
+
+
+def _kernels_for(ids, *, level=None, correct_only=False, technique=None) -> dict[int, Kernel]:
+    kernels = Kernel.objects.filter(id__in=ids).select_related("task").only(
+        "id", "name", "code_sha256", "claimed_speedup_native", "claimed_correct", "technique_tags",
+        "task__level", "task__task_number", "task__op_name",
+    )
+    if level:
+        kernels = kernels.filter(task__level=level)
+    if correct_only:
+        kernels = kernels.filter(claimed_correct=True)
+    if technique:
+        kernels = kernels.filter(technique_tags__contains=f",{technique},")
+    return {kernel.id: kernel for kernel in kernels}
+
+
+def _fold_duplicates(scored, kernels, limit, exclude_sha=None) -> list[KernelHit]:
+    """Hits best first, one per distinct code: exact copies add to the kept hit's count."""
+    hits: dict[str, KernelHit] = {}
+    for kernel_id, similarity in scored:
+        kernel = kernels.get(kernel_id)
+        if kernel is None or kernel.code_sha256 == exclude_sha:
+            continue
+        kept = hits.get(kernel.code_sha256)
+        if kept is not None:
+            kept.duplicates_folded += 1
+            continue
+        if len(hits) == limit:
+            continue  # still counting copies of the hits kept
+        hits[kernel.code_sha256] = KernelHit(
+            kernel_id=kernel.id, name=kernel.name, task=str(kernel.task), level=kernel.task.level,
+            task_number=kernel.task.task_number, similarity=round(similarity, 4),
+            speedup=kernel.claimed_speedup_native, correct=kernel.claimed_correct,
+            techniques=decode_tags(kernel.technique_tags),
+        )
+    return list(hits.values())
+
+
+def _nearest(vector, limit, filters, exclude_sha=None) -> list[KernelHit]:
+    reader = storage.index_reader()
+    total = reader.size()
+    fetch = min(total, max(limit * 5, 50))
+    while True:
+        scored = reader.search(vector, fetch)[0]
+        kernels = _kernels_for([kernel_id for kernel_id, _ in scored], **filters)
+        hits = _fold_duplicates(scored, kernels, limit, exclude_sha)
+        if len(hits) >= limit or fetch >= min(total, MAX_CANDIDATES):
+            return hits
+        fetch = min(fetch * 4, total, MAX_CANDIDATES)
+
+
+def _rebuilding() -> SearchResults:
+    from .services import queue_index_rebuild  # a read that finds the index gone asks for it back
+
+    queue_index_rebuild()
+    return SearchResults(hits=[], state=IndexState.REBUILDING,
+                         message="The search index is being rebuilt; try again in a few minutes.")
+
+
+def search_kernels(*, query: str, level: int | None = None, correct_only: bool = False,
+                   technique: str | None = None, limit: int = 20) -> SearchResults:
+    """Kernels nearest to free text or pasted code, best first, exact duplicates folded."""
+    if not query.strip():
+        return SearchResults(hits=[], state=IndexState.READY)
+    vector = embed_texts([query_text(query)])
+    try:
+        hits = _nearest(vector, limit, {"level": level, "correct_only": correct_only, "technique": technique})
+    except IndexUnavailable:
+        return _rebuilding()
+    return SearchResults(hits=hits, state=IndexState.READY)
+
+
+def related_kernels(kernel_id: int, k: int = 10) -> list[KernelHit]:
+    """The k kernels most similar to this one, exact copies of it and of each other folded.
+    Empty when the kernel has no embedding yet or the index is unavailable."""
+    row = KernelEmbedding.objects.filter(kernel_id=kernel_id, model_name=MODEL_NAME).values_list(
+        "vector", "kernel__code_sha256").first()
+    if row is None:
+        return []
+    blob, own_sha = row
+    try:
+        return _nearest(vectors_from_bytes([blob]), k, {}, exclude_sha=own_sha)
+    except IndexUnavailable:
+        return []
+
+
+def map_points(*, highlight_ids=()) -> dict:
+    """Columns for the map (plotly takes arrays): one entry per kernel with a map point."""
+    latest_status = Verification.objects.filter(kernel_id=OuterRef("kernel_id")).order_by(
+        "-created_at", "-id").values("status")[:1]
+    rows = (
+        MapPoint.objects.order_by("kernel_id")
+        .annotate(verification=Subquery(latest_status))
+        .values_list("kernel_id", "x", "y", "kernel__name", "kernel__task__level", "kernel__task__task_number",
+                     "kernel__task__op_name", "kernel__claimed_speedup_native", "kernel__claimed_correct",
+                     "kernel__technique_tags", "verification", "built_at")
+    )
+    columns = {name: [] for name in ("id", "x", "y", "name", "level", "task", "op_name", "speedup", "correct",
+                                     "techniques", "verification")}
+    built_at = None
+    for (kernel_id, x, y, name, level, task_number, op_name, speedup, correct, tags, verification,
+         built) in rows.iterator(chunk_size=5000):
+        columns["id"].append(kernel_id)
+        columns["x"].append(round(x, 4))
+        columns["y"].append(round(y, 4))
+        columns["name"].append(name)
+        columns["level"].append(level)
+        columns["task"].append(f"L{level} T{task_number}")
+        columns["op_name"].append(op_name)
+        columns["speedup"].append(speedup)
+        columns["correct"].append(correct)
+        columns["techniques"].append(decode_tags(tags))
+        columns["verification"].append(verification or "not verified")
+        built_at = built_at or built
+    return {
+        "count": len(columns["id"]),
+        "built_at": built_at.isoformat() if built_at else None,
+        "techniques": dict(technique_choices()),
+        "highlight": [int(i) for i in highlight_ids],
+        "points": columns,
+    }
