@@ -40,11 +40,13 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "huey.contrib.djhuey",
     "kernels",
     "search",
+    "evaluator",
 ]
 
 MIDDLEWARE = [
@@ -107,6 +109,9 @@ STORAGES = {
 
 # Huey: SQLite queue beside the database by default, Redis when REDIS_URL is set.
 REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    # Throttles and other cached counters must be shared by every web process.
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 HUEY_IMMEDIATE = _env_bool("HUEY_IMMEDIATE", False)
 if REDIS_URL:
     HUEY = {
@@ -125,8 +130,30 @@ else:
         "consumer": {"workers": 1, "worker_type": "process"},
     }
 
+# Re-verification (evaluator/services.py). The device is what the worker's harness runs on:
+# "cuda" on GPU hosts (one worker process per GPU, pinned with CUDA_VISIBLE_DEVICES), "cpu"
+# for C++-only candidates (CI); "auto" picks cuda when torch sees a GPU.
+VERIFY_DEVICE = os.environ.get("ARCHIVE_VERIFY_DEVICE", "auto")
+VERIFY_TIMEOUT_S = float(os.environ.get("ARCHIVE_VERIFY_TIMEOUT_S", "1800"))
+VERIFY_MEMORY_LIMIT_MB = int(os.environ.get("ARCHIVE_VERIFY_MEMORY_LIMIT_MB", "0")) or None
+VERIFY_SEEDS = os.environ.get("ARCHIVE_VERIFY_SEEDS", "1,2,3")
+# A running job whose worker has not heartbeat for this long is re-queued (once).
+VERIFY_STALE_AFTER_S = float(os.environ.get("ARCHIVE_VERIFY_STALE_AFTER_S", "120"))
+VERIFY_HEARTBEAT_S = float(os.environ.get("ARCHIVE_VERIFY_HEARTBEAT_S", "10"))
+# The periodic task re-queues kernels whose latest result is older than this.
+REVERIFY_MAX_AGE_DAYS = int(os.environ.get("ARCHIVE_REVERIFY_MAX_AGE_DAYS", "30"))
+BUILD_CACHE_DIR = Path(os.environ.get("ARCHIVE_BUILD_CACHE_DIR", DATA_DIR / "build_cache"))
+
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "reverify": os.environ.get("ARCHIVE_THROTTLE_REVERIFY", "30/hour"),
+        "downloads": os.environ.get("ARCHIVE_THROTTLE_DOWNLOADS", "120/minute"),
+    },
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
@@ -138,6 +165,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+LOGIN_URL = "/admin/login/"
 
 LOGGING = {
     "version": 1,

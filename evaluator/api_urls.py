@@ -1,0 +1,9 @@
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("kernels/<int:kernel_id>/bundle/", api.kernel_bundle, name="api_kernel_bundle"),
+    path("kernels/<int:kernel_id>/reverify/", api.kernel_reverify, name="api_kernel_reverify"),
+    path("verifications/<int:verification_id>/", api.verification_detail, name="api_verification_detail"),
+]

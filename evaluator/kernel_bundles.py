@@ -1,0 +1,40 @@
+"""The verification bundle of an archived kernel: what users download and what the worker runs."""
+from pathlib import Path
+
+from kernels.models import Kernel
+
+from .bundle import build_bundle, bundle_sha256
+
+HARNESS_DIR = Path(__file__).resolve().parent
+
+
+def bundle_for_kernel(kernel: Kernel) -> bytes:
+    task = kernel.task
+    return build_bundle(
+        kernel={"name": kernel.name, "kind": kernel.kind, "code": kernel.code},
+        task={
+            "level": task.level, "task_number": task.task_number, "op_name": task.op_name,
+            "reference_code": task.reference_code, "functional_code": task.functional_code,
+        },
+        claimed={
+            "runtime_ms": kernel.claimed_runtime_ms,
+            "native_runtime_ms": kernel.claimed_native_runtime_ms,
+            "compile_runtime_ms": kernel.claimed_compile_runtime_ms,
+            "speedup_native": kernel.claimed_speedup_native,
+            "speedup_compile": kernel.claimed_speedup_compile,
+            "correct": kernel.claimed_correct,
+            "max_diff": kernel.claimed_max_diff,
+            "error": kernel.error_text,
+            "hardware": kernel.hardware,
+            "source_archive": kernel.source_archive,
+        },
+        harness_dir=HARNESS_DIR,
+    )
+
+
+def bundle_filename(kernel: Kernel) -> str:
+    # Never derived from the archive's kernel name: that text is untrusted.
+    return f"kernel-{kernel.id}-bundle.zip"
+
+
+__all__ = ["bundle_for_kernel", "bundle_filename", "bundle_sha256"]

@@ -1,0 +1,163 @@
+"""Writes of re-verification: queue runs, run one on this worker, recover crashed runs.
+
+A Verification moves queued -> running -> passed | failed | error. Claiming a queued row is
+one conditional UPDATE, so a job delivered twice runs once. A worker killed mid-job stops
+heartbeating; `verification_recover_stalled` puts such a row back in the queue once (a
+second death records an error), so a job is never lost and never recorded twice.
+"""
+import logging
+import os
+import socket
+import threading
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.db.models import F, OuterRef, Q, Subquery
+from django.utils import timezone
+
+from kernels.models import Kernel, Verification
+
+from .bundle import bundle_sha256
+from .kernel_bundles import bundle_for_kernel
+from .verification_results import fields_from_result
+
+log = logging.getLogger(__name__)
+MAX_ATTEMPTS = 2  # the first run and one retry after a worker died
+OPEN_STATUSES = (Verification.Status.QUEUED, Verification.Status.RUNNING)
+
+
+def verification_request(*, kernel: Kernel, user=None) -> Verification:
+    """Queue a re-verification, or return the one already queued or running for this kernel."""
+    with transaction.atomic():
+        Kernel.objects.select_for_update().filter(id=kernel.id).first()  # serialise requests per kernel
+        open_run = kernel.verifications.filter(status__in=OPEN_STATUSES).first()
+        if open_run:
+            return open_run
+        verification = Verification.objects.create(kernel=kernel, requested_by=user)
+        _enqueue_on_commit([verification.id])
+    return verification
+
+
+def verification_request_bulk(*, kernels, user=None) -> list[int]:
+    """Queue every kernel of a queryset that has no open run. Returns the new verification ids."""
+    with transaction.atomic():
+        busy = Verification.objects.filter(status__in=OPEN_STATUSES).values("kernel_id")
+        kernel_ids = list(kernels.exclude(id__in=busy).values_list("id", flat=True))
+        created = Verification.objects.bulk_create(
+            [Verification(kernel_id=kernel_id, requested_by=user) for kernel_id in kernel_ids], batch_size=1000
+        )
+        ids = [verification.id for verification in created]
+        _enqueue_on_commit(ids)
+    return ids
+
+
+def kernels_due_for_reverification(*, max_age_days: int):
+    """Kernels whose latest finished verification is older than max_age_days."""
+    latest = Verification.objects.filter(kernel=OuterRef("pk")).exclude(status__in=OPEN_STATUSES).order_by(
+        "-finished_at"
+    )
+    cutoff = timezone.now() - timedelta(days=max_age_days)
+    return Kernel.objects.annotate(last_finished=Subquery(latest.values("finished_at")[:1])).filter(
+        last_finished__lt=cutoff
+    )
+
+
+def verification_run(*, verification_id: int) -> Verification | None:
+    """Run one queued verification on this worker. None if another worker has it or it is done."""
+    now = timezone.now()
+    claimed = Verification.objects.filter(id=verification_id, status=Verification.Status.QUEUED).update(
+        status=Verification.Status.RUNNING, attempts=F("attempts") + 1, started_at=now, heartbeat_at=now,
+        worker=worker_name(), finished_at=None,
+    )
+    if not claimed:
+        log.info("verification %s is not queued any more; skipping", verification_id)
+        return None
+    verification = Verification.objects.select_related("kernel__task").get(id=verification_id)
+    with _Heartbeat(verification_id):
+        result, sha = _run_bundle_of(verification.kernel)
+    Verification.objects.filter(id=verification_id, status=Verification.Status.RUNNING).update(
+        **fields_from_result(result), bundle_sha256=sha, finished_at=timezone.now(), heartbeat_at=timezone.now()
+    )
+    verification.refresh_from_db()
+    return verification
+
+
+def verification_recover_stalled(*, stale_after_s: float | None = None) -> dict:
+    """Re-queue running jobs whose worker stopped heartbeating; give up after MAX_ATTEMPTS."""
+    stale_after_s = settings.VERIFY_STALE_AFTER_S if stale_after_s is None else stale_after_s
+    cutoff = timezone.now() - timedelta(seconds=stale_after_s)
+    stalled = Verification.objects.filter(status=Verification.Status.RUNNING).filter(
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True)
+    )
+    # Row by row with the staleness re-checked: a worker that heartbeats meanwhile keeps its claim.
+    requeued = [
+        verification_id
+        for verification_id in stalled.filter(attempts__lt=MAX_ATTEMPTS).values_list("id", flat=True)
+        if stalled.filter(id=verification_id).update(status=Verification.Status.QUEUED, worker="")
+    ]
+    given_up = stalled.filter(attempts__gte=MAX_ATTEMPTS).update(
+        status=Verification.Status.ERROR, finished_at=timezone.now(),
+        log=f"the worker stopped during each of {MAX_ATTEMPTS} attempts (killed, or the host died)",
+    )
+    _enqueue_on_commit(requeued)
+    return {"requeued": requeued, "given_up": given_up}
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:gpu{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
+
+
+def _run_bundle_of(kernel: Kernel) -> tuple[dict, str]:
+    """Build the kernel's bundle and run it the way a user would; failures become results."""
+    from .bundle_runner import run_bundle
+
+    try:
+        bundle = bundle_for_kernel(kernel)
+    except ValueError as exc:
+        return {"verdict": "error", "flags": [], "error": f"cannot build the bundle: {exc}"}, ""
+    result = run_bundle(
+        bundle, device=settings.VERIFY_DEVICE, seeds=settings.VERIFY_SEEDS, timeout_s=settings.VERIFY_TIMEOUT_S,
+        memory_limit_mb=settings.VERIFY_MEMORY_LIMIT_MB, work_root=settings.DATA_DIR / "worker",
+        build_dir=settings.BUILD_CACHE_DIR,
+    )
+    return result, bundle_sha256(bundle)
+
+
+def _enqueue_on_commit(verification_ids: list[int]) -> None:
+    if not verification_ids:
+        return
+
+    def enqueue():
+        from .tasks import run_verification
+
+        for verification_id in verification_ids:
+            run_verification(verification_id)
+
+    transaction.on_commit(enqueue)
+
+
+class _Heartbeat:
+    """Touches heartbeat_at from a thread while the harness runs in its subprocess."""
+
+    def __init__(self, verification_id: int):
+        self.verification_id = verification_id
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+    def _beat(self):
+        try:
+            while not self.stop.wait(settings.VERIFY_HEARTBEAT_S):
+                Verification.objects.filter(id=self.verification_id, status=Verification.Status.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
+        finally:
+            close_old_connections()

@@ -1,0 +1,24 @@
+"""Huey tasks of the GPU worker (`python manage.py run_huey`). Tasks take ids and call services."""
+from django.conf import settings
+from huey import crontab
+from huey.contrib.djhuey import db_periodic_task, db_task
+
+from . import services
+
+
+@db_task()
+def run_verification(verification_id: int):
+    # No Huey-level retries: a crash inside the harness is a recorded result, and a dead
+    # worker is recovered by recover_stalled_verifications, which counts attempts in the row.
+    services.verification_run(verification_id=verification_id)
+
+
+@db_periodic_task(crontab(minute="*"))
+def recover_stalled_verifications():
+    return services.verification_recover_stalled()
+
+
+@db_periodic_task(crontab(hour="3", minute="17"))
+def requeue_old_verifications():
+    due = services.kernels_due_for_reverification(max_age_days=settings.REVERIFY_MAX_AGE_DAYS)
+    return len(services.verification_request_bulk(kernels=due))
