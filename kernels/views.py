@@ -18,11 +18,12 @@ def _bad_request(request, problem: InvalidQuery):
 
 
 def home(request):
+    overview = selectors.archive_overview()
     return render(request, "kernels/home.html", {
-        "overview": selectors.archive_overview(),
+        "overview": overview,
         "top_kernels": selectors.top_kernels(),
         "newest_verifications": selectors.newest_verifications(),
-        "speedup_chart": speedup_distribution(selectors.speedup_histogram()),
+        "speedup_chart": speedup_distribution(overview["histogram"]),
     })
 
 

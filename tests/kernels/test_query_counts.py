@@ -15,7 +15,7 @@ LARGE = {"tasks": 10, "kernels_per_task": 5}  # 50 kernels
 # url -> queries. Pages: leaderboard = best ids, count, rows, hardware menu; home = 6
 # aggregates/lists; kernel page = kernel+task+parent, profiles, verifications, best kernel.
 PAGES = {
-    "/": 6,
+    "/": 5,
     "/leaderboard/": 4,
     "/leaderboard/?show_kernels=1": 3,
     "/leaderboard/?show_kernels=1&correct_only=1&verified_only=1&technique=shared_memory_tiling&sort=runtime": 3,
