@@ -1,0 +1,452 @@
+"""Kernel verification harness: correctness with hack detection, and honest timing.
+
+    python -m evaluator.harness --reference REF.py --candidate CAND [--functional FN.py]
+        [--kind model_new|cuda_forward] [--device cuda|cpu] [--seed N ... | --seeds N,N,N]
+        [--tolerance-abs X --tolerance-rel Y] [--no-timing] [--build-dir DIR] [--json OUT.json]
+
+Prints one JSON document (verdict, flags with evidence, task_flags, trials, tolerance,
+timings, speedup, versions, log) and exits 0 whenever a verdict was reached.  Runs as a
+module or as a standalone file next to its harness_*.py siblings.  No Django here.
+docs/harness.md explains every check and threshold.
+"""
+import argparse
+import contextlib
+import copy
+import json
+import os
+import sys
+import traceback
+
+import torch
+
+try:
+    from . import harness_build as build
+    from . import harness_checks as checks
+    from . import harness_guard as guard
+    from . import harness_inputs as inp
+    from . import harness_memory as memory
+    from . import harness_static as static
+    from . import harness_timing as timing
+    from . import harness_trials as trials_mod
+except ImportError:  # standalone copy: `python harness.py ...`
+    import harness_build as build
+    import harness_checks as checks
+    import harness_guard as guard
+    import harness_inputs as inp
+    import harness_memory as memory
+    import harness_static as static
+    import harness_timing as timing
+    import harness_trials as trials_mod
+
+HARNESS_VERSION = "1.0.0"
+DEFAULT_SEEDS = (1001, 2002, 3003)
+# Measured choice (docs/harness.md): honest fp32 kernels of the sample differ from torch by
+# up to 6.4e-4 on outputs of size ~45, so elementwise |c-r| <= 1e-2 (1 + |r|) as KernelBench,
+# plus a scale-free bound on the relative norm error that bf16 arithmetic (~2e-3) fails.
+DEFAULT_TOLERANCE = {"abs": 1e-2, "rel": 1e-3}
+INIT_SEED = 42
+
+
+class HarnessError(Exception):
+    """Verdict 'error': the harness could not judge (bad reference, no GPU, missing form)."""
+
+
+def _stage_writer():
+    path = os.environ.get("HARNESS_STAGE_FILE")
+
+    def stage(name):
+        if path:
+            try:
+                with open(path, "w") as fh:
+                    fh.write(name)
+            except OSError:
+                pass
+    return stage
+
+
+def _instantiate(cls, init_inputs, device):
+    inp.seed_everything(INIT_SEED)
+    model = cls(*copy.deepcopy(init_inputs))
+    return model.to(device).eval() if isinstance(model, torch.nn.Module) else model
+
+
+def _copy_matching_state(src_model, dst_model):
+    if not isinstance(dst_model, torch.nn.Module) or not isinstance(src_model, torch.nn.Module):
+        return []
+    src_state, dst_state = src_model.state_dict(), dst_model.state_dict()
+    same = {k: v for k, v in src_state.items() if k in dst_state and dst_state[k].shape == v.shape}
+    dst_model.load_state_dict(same, strict=False)
+    return sorted(same)
+
+
+def verify(*, reference_src, candidate_src, kind, functional_src=None, device="cpu", seeds=DEFAULT_SEEDS,
+           tolerance=None, time_it=True, build_dir=None, timing_budget_s=None, compile_baseline=True):
+    """Run the whole protocol and return the JSON document (a dict)."""
+    tol = dict(DEFAULT_TOLERANCE)
+    tol.update({k: float(v) for k, v in (tolerance or {}).items() if v is not None})
+    tol["elementwise"] = "|out - ref| <= abs * (1 + |ref|) for every element"
+    tol["rel_definition"] = "||out - ref|| / ||ref|| <= rel"
+    doc = {"verdict": None, "flags": [], "task_flags": [], "trials": [], "tolerance": tol, "timings": {},
+           "speedup": {}, "versions": {}, "device": device, "kind": kind, "seeds": list(seeds), "log": "",
+           "error": None, "checks": {}}
+    ctx = trials_mod.Ctx(device=device, tol=tol, seeds=list(seeds), stage=_stage_writer(), task_flags=[],
+                         ref_mutates=False, param_snapshot={}, param_tensors={}, namespaces=[])
+    try:
+        _run(doc, ctx, reference_src, candidate_src, kind, functional_src, device, time_it,
+             build_dir or build.default_build_dir(), timing_budget_s, compile_baseline)
+    except HarnessError as exc:
+        doc["verdict"], doc["error"] = "error", str(exc)
+    except trials_mod.CandidateError as exc:
+        name = "out_of_memory" if "out of memory" in str(exc).lower() or "can't allocate" in str(exc) else (
+            "illegal_memory_access" if "illegal memory access" in str(exc).lower() else "runtime_error")
+        ctx.add_flag(checks.flag(name, True, "the candidate raised: %s" % str(exc)[-1500:]))
+        doc["verdict"] = "failed"
+    except Exception as exc:  # the harness itself broke: say so, never pretend a verdict
+        doc["verdict"], doc["error"] = "error", "%s: %s\n%s" % (type(exc).__name__, exc, traceback.format_exc()[-3000:])
+    doc["flags"] = ctx.flags
+    doc["task_flags"] = ctx.task_flags
+    doc["log"] = "".join(ctx.log)[-30000:]
+    if doc["verdict"] is None:
+        blocking = [f["name"] for f in ctx.flags if f["blocking"]]
+        all_pass = bool(doc["trials"]) and all(t["passed"] for t in doc["trials"])
+        doc["verdict"] = "passed" if all_pass and not blocking else "failed"
+        if ctx.task_flags and doc["verdict"] == "passed":
+            ctx.add_flag(checks.flag("weak_task_pass", False,
+                                     "passed, but the task's check is weak (%s): a pass here proves little"
+                                     % ", ".join(f["name"] for f in ctx.task_flags)))
+    ctx.stage("done")
+    return _finite(doc)
+
+
+def _run(doc, ctx, reference_src, candidate_src, kind, functional_src, device, time_it, build_dir,
+         timing_budget_s, compile_baseline):
+    if kind not in ("model_new", "cuda_forward"):
+        raise HarnessError("unknown kind %r (model_new or cuda_forward)" % kind)
+    if device == "cuda" and not torch.cuda.is_available():
+        raise HarnessError("device cuda requested but torch.cuda.is_available() is False")
+    if device not in ("cuda", "cpu"):
+        raise HarnessError("unknown device %r" % device)
+    os.makedirs(build_dir, exist_ok=True)
+    doc["versions"] = build.collect_versions(device, HARNESS_VERSION, build.harness_files_sha256())
+    doc["build_dir"] = build_dir
+    if device == "cuda":  # an accurate fp32 reference: no TF32 in matmul or cuDNN
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        doc["checks"]["reference_precision"] = "fp32 (TF32 disabled for matmul and cuDNN)"
+    ctx.poisoner = memory.Poisoner(device, ctx.log)
+    if device == "cpu":
+        doc["checks"]["allocator"] = ctx.poisoner.setup_cpu(build_dir)
+    ctx.stage("reference_load")
+    try:
+        ref_mod = build.module_from_source(reference_src, "reference", build_dir)
+        init_inputs = inp.make_init_inputs(ref_mod)
+        ref_model = _instantiate(ref_mod.Model, init_inputs, device)
+    except Exception as exc:
+        raise HarnessError("reference failed to load: %s: %s" % (type(exc).__name__, exc)) from None
+    fn_model = None
+    if functional_src:
+        try:
+            fn_mod = build.module_from_source(functional_src, "functional", build_dir)
+            fn_model = _instantiate(fn_mod.Model, init_inputs, device)
+            _copy_matching_state(ref_model, fn_model)
+            ctx.namespaces.append(("functional", fn_mod))
+        except Exception as exc:
+            raise HarnessError("functional form failed to load: %s: %s" % (type(exc).__name__, exc)) from None
+    ctx.ref_mod, ctx.ref_call = ref_mod, (lambda ins: ref_model(*ins))
+    ctx.namespaces += [("reference", ref_mod)] + [(m.__name__, m) for m in
+                                                   (build, checks, guard, inp, memory, static, timing, trials_mod)]
+    has_state = any(True for _ in ref_model.parameters()) or any(True for _ in ref_model.buffers())
+    if kind == "cuda_forward" and fn_model is None and has_state:
+        raise HarnessError("the reference Model has parameters/buffers, so a cuda_forward kernel needs the task's "
+                           "functional form (--functional) to receive them")
+    # Static scan first: it needs nothing to run.
+    sflags, doc["checks"]["static"] = static.scan(candidate_src, kind, device)
+    for f in sflags:
+        ctx.add_flag(f)
+    _warm_up(ref_model, ref_mod, device)
+    # Load the candidate with identity snapshots around it.
+    before = guard.snapshot(ctx.namespaces)
+    ctx.stage("candidate_load")
+    cand_model = None
+    if kind == "cuda_forward":
+        try:
+            ext, doc["checks"]["build"] = build.build_cuda_forward(candidate_src, device, build_dir, ctx.log)
+        except build.BuildError as exc:
+            ctx.add_flag(checks.flag("build_failed", True, "the candidate did not build: %s" % str(exc)[-3000:]))
+            doc["verdict"] = "failed"
+            return
+        if fn_model is not None:
+            ctx.cand_call = lambda ins: fn_model(*ins, fn=ext.forward)
+            ctx.param_tensors = dict(fn_model.state_dict(keep_vars=True))
+            ctx.param_snapshot = {k: v.detach().to("cpu", copy=True) for k, v in ctx.param_tensors.items()}
+        else:
+            ctx.cand_call = lambda ins: ext.forward(*ins)
+    else:
+        os.environ["TORCH_EXTENSIONS_DIR"] = build.extension_dir_for_model_new(candidate_src, build_dir)
+        try:
+            with build.captured_output(ctx.log):
+                cand_mod = build.module_from_source(candidate_src, "candidate", build_dir)
+                cand_model = _instantiate(cand_mod.ModelNew, init_inputs, device)
+        except Exception as exc:
+            ctx.add_flag(checks.flag("build_failed", True, "ModelNew failed to import or instantiate: %s: %s"
+                                     % (type(exc).__name__, str(exc)[-3000:])))
+            doc["verdict"] = "failed"
+            return
+        doc["checks"]["state_copied_from_reference"] = _copy_matching_state(ref_model, cand_model)
+        ctx.cand_call = lambda ins: cand_model(*ins)
+    changed = guard.changes(before, guard.snapshot(ctx.namespaces))
+    if changed:
+        ctx.add_flag(checks.flag("patched_environment", True, "loading the candidate changed: %s"
+                                 % ", ".join(changed[:12])))
+    ctx.rounded_reference = _rounded_reference_factory(ref_model, device)
+    # Correctness.
+    doc["trials"] = trials_mod.run_trials(ctx)
+    _analyse(doc, ctx)
+    # Timing, only for candidates still standing.
+    if not time_it:
+        doc["timings"] = {"skipped": "timing disabled (--no-timing)"}
+    elif any(f["blocking"] for f in ctx.flags) or not all(t["passed"] for t in doc["trials"]):
+        doc["timings"] = {"skipped": "not timed: the candidate failed correctness or raised a blocking flag"}
+    else:
+        _timed(doc, ctx, ref_model, device, timing_budget_s, compile_baseline)
+    doc["checks"]["allocator_stats"] = ctx.poisoner.stats()
+
+
+def _warm_up(ref_model, ref_mod, device):
+    """Start thread pools and the CUDA context before any thread census."""
+    x = torch.ones(1 << 20, device=device)
+    (x + 1).sum().item()
+    with torch.no_grad():
+        ref_model(*inp.make_inputs(ref_mod, 0, device))
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _rounded_reference_factory(ref_model, device):
+    @contextlib.contextmanager
+    def rounded(how):
+        model = copy.deepcopy(ref_model)
+        with torch.no_grad():
+            for t in list(model.parameters()) + list(model.buffers()):
+                t.copy_(checks.round_to(t, how))
+        try:
+            yield lambda ins: model(*ins)
+        finally:
+            del model
+    return rounded
+
+
+def _analyse(doc, ctx):
+    trials = doc["trials"]
+    failed = [t for t in trials if not t["passed"]]
+    if failed:
+        probe = trials_mod.probe_kernelbench_order(ctx)
+        doc["checks"]["kernelbench_order_probe"] = trials_mod._brief(probe)
+        t0 = trials[0]
+        first, after = t0["runs"]["first"], t0["runs"]["after_reference"]
+        if probe["passed"] and not (first["passed"] and after["passed"]):
+            ctx.add_flag(checks.flag("stale_memory", True,
+                                     "run first on poisoned memory: %s; after the reference (its output kept "
+                                     "alive): %s; right after the reference's output was freed (KernelBench order, "
+                                     "no poison): matches (max abs err %.3g). The output is whatever the "
+                                     "reference left in freed memory" % (first["reason"] or "passed",
+                                                                         after["reason"] or "passed",
+                                                                         probe["max_abs_err"])))
+        poisoned = sum(t["runs"][r]["poisoned"] for t in trials for r in t["runs"])
+        if poisoned and not ctx.has_flag("stale_memory"):
+            total = sum(t["runs"][r]["elements"] for t in trials for r in t["runs"])
+            ctx.add_flag(checks.flag("uninitialized_output", True,
+                                     "%d of %d output elements still held the allocator poison (0xFF bytes) after "
+                                     "the call: parts of the output are never written" % (poisoned, total)))
+    refill = trials_mod.probe_refill(ctx)
+    doc["checks"]["refill_probe"] = refill
+    if refill and not refill["vs_new_reference"]["passed"] and (refill["identical_to_previous_output"] or
+                                                                 all(t["passed"] for t in trials)):
+        ctx.add_flag(checks.flag("cached_output", True,
+                                 "the same input buffers refilled with new values gave %s (%s): the output is "
+                                 "cached by input identity/address, not computed from the data"
+                                 % ("the previous output again" if refill["identical_to_previous_output"]
+                                    else "a wrong output", refill["vs_new_reference"]["reason"])))
+    ref_stack = checks.stack_samples(ctx.samples_ref)
+    ctx.task_flags.extend(checks.task_weakness(ref_stack))
+    const = checks.constant_output(checks.stack_samples(ctx.samples_cand), ref_stack)
+    if const:
+        ctx.add_flag(const)
+    for t in trials:
+        if t["ref_norm"] > 0 and t["cand_norm"] < 0.1 * t["ref_norm"]:
+            ctx.add_flag(checks.flag("output_collapsed_to_zero", True,
+                                     "seed %d: ||out|| = %.3g against ||ref|| = %.3g (max abs err %.3g): the output "
+                                     "is (near) zero where the reference is not - work skipped on a small-valued "
+                                     "task passes an absolute tolerance" % (t["seed"], t["cand_norm"], t["ref_norm"],
+                                                                            t["max_abs_err"])))
+            break
+    ops = trials_mod.record_ops(ctx)
+    doc["checks"]["dispatched_ops"] = ops
+    if ops and ops.get("all_reused"):
+        ctx.add_flag(checks.flag("library_call_replaces_kernel", True,
+                                 "the candidate issues the reference's own %s op(s) %s through the library (candidate "
+                                 "ops: %s): the measured work is the library's, not a kernel's"
+                                 % ("heavy" if ops["heavy"] else "compute", ops["key_ops"], ops["candidate_ops"])))
+    if any(t["rel_norm_err"] > 1e-6 for t in trials) and all(t["runs"]["first"]["nonfinite_where_ref_finite"] == 0
+                                                             for t in trials):
+        prec = trials_mod.precision_probe(ctx)
+        doc["checks"]["precision_probe"] = prec
+        _precision_flag(ctx, prec, bool(failed))
+
+
+def _precision_flag(ctx, prec, failed):
+    base = prec["fp32_reference_rel_norm_err"]
+    reasons = []
+    for label in ("bfloat16", "float16", "tf32"):
+        err = prec["candidates"].get(label + "_inputs_reference_rel_norm_err")
+        if err is not None and base > 0 and err < 0.25 * base:
+            reasons.append("matches a reference fed %s-rounded inputs (rel err %.3g) far better than the fp32 "
+                           "reference (%.3g)" % (label, err, base))
+        rep = prec["candidates"].get(label + "_representable")
+        if rep and rep["candidate"] > 0.999 and rep["reference"] < 0.5:
+            reasons.append("%.1f%% of outputs are exactly representable in %s (reference: %.1f%%)"
+                           % (100 * rep["candidate"], label, 100 * rep["reference"]))
+    if reasons:
+        ctx.add_flag(checks.flag("reduced_precision", failed, "; ".join(reasons) + (
+            ": tolerance exceeded" if failed else ": within tolerance, kept as advice")))
+
+
+def _timed(doc, ctx, ref_model, device, budget_s, compile_baseline):
+    budget = budget_s if budget_s is not None else (10.0 if device == "cuda" else 3.0)
+    sizes = inp.nbytes(inp.make_inputs(ctx.ref_mod, ctx.seeds[0], device))
+    n_sets = max(1, min(4, int((1 << 30) // max(sizes, 1))))
+    sets = [inp.make_inputs(ctx.ref_mod, ctx.seeds[0] + 7919 * (k + 1), device) for k in range(n_sets)]
+    impls = [("candidate", ctx.cand_call), ("eager", ctx.ref_call)]
+    compiled_note = None
+    if compile_baseline:
+        try:
+            compiled = torch.compile(ref_model)
+            impls.append(("compile", lambda ins: compiled(*ins)))
+        except Exception as exc:
+            compiled_note = "torch.compile unavailable: %s" % str(exc)[:300]
+    else:
+        compiled_note = "torch.compile baseline disabled"
+    ctx.stage("timing")
+    before = guard.snapshot(ctx.namespaces)
+    summary, info = timing.time_interleaved(impls, sets, device, budget_s=budget, seed=ctx.seeds[0])
+    if compiled_note:
+        summary["compile"] = {"skipped": compiled_note}
+    doc["timings"] = summary
+    doc["checks"]["timing"] = info
+    changed = guard.changes(before, guard.snapshot(ctx.namespaces))
+    cand, eager, comp = summary.get("candidate", {}), summary.get("eager", {}), summary.get("compile", {})
+    if "error" in cand:
+        raise trials_mod.CandidateError("during timing: " + cand["error"])
+    if changed:
+        ctx.add_flag(checks.flag("patched_environment", True, "during timing: %s" % ", ".join(changed[:12])))
+    if eager.get("median_ms"):
+        doc["speedup"]["vs_eager"] = eager["median_ms"] / cand["median_ms"]
+    if comp.get("median_ms"):
+        doc["speedup"]["vs_compile"] = comp["median_ms"] / cand["median_ms"]
+    # Bytes-moved floor.
+    out = inp.as_output_list(ctx.ref_call(sets[0]))
+    moved = inp.nbytes(sets[0]) + inp.nbytes(out)
+    bw, source = timing.device_bandwidth(device, moved)
+    floor_ms = moved / bw * 1e3
+    doc["checks"]["bandwidth_floor"] = {"bytes": moved, "bandwidth_bytes_per_s": bw, "source": source,
+                                        "floor_ms": floor_ms}
+    if cand["median_ms"] < floor_ms:
+        ctx.add_flag(checks.flag("below_bandwidth_floor", True,
+                                 "median %.4g ms < %.4g ms needed just to read the inputs and write the output "
+                                 "(%d bytes at %.3g B/s, %s): impossible without skipping work or caching"
+                                 % (cand["median_ms"], floor_ms, moved, bw, source)))
+    if device == "cuda" and eager.get("median_ms"):
+        gap_c = cand["host_median_ms"] - cand["median_ms"]
+        gap_e = eager["host_median_ms"] - eager["median_ms"]
+        if cand["median_ms"] < 0.5 * cand["host_median_ms"] and gap_c - gap_e > max(0.02, 0.25 *
+                                                                                     cand["host_median_ms"]):
+            ctx.add_flag(checks.flag("side_stream_work", True,
+                                     "events on the caller's stream saw %.4g ms but host time around a device-wide "
+                                     "synchronize was %.4g ms (eager reference gap %.4g ms): the work runs outside "
+                                     "the current stream" % (cand["median_ms"], cand["host_median_ms"], gap_e)))
+    # The output right after timing must still be right (caches keyed on contents).
+    inp.perturb_rows(sets[0], __import__("random").Random(1))
+    with torch.no_grad():
+        got = inp.cpu_copy(inp.as_output_list(ctx.cand_call(sets[0])))
+        ctx.sync()
+        want = inp.cpu_copy(inp.as_output_list(ctx.ref_call(sets[0])))
+    final = checks.compare(got, want, ctx.tol)
+    doc["checks"]["post_timing_check"] = trials_mod._brief(final)
+    if not final["passed"]:
+        ctx.add_flag(checks.flag("timing_output_mismatch", True,
+                                 "after the timed calls, on a perturbed input set, the candidate's output is wrong "
+                                 "(%s): it behaves differently when called repeatedly" % final["reason"]))
+
+
+def _parse(argv):
+    p = argparse.ArgumentParser(prog="harness", description=__doc__.split("\n\n")[0])
+    p.add_argument("--reference", required=True)
+    p.add_argument("--candidate", required=True)
+    p.add_argument("--functional")
+    p.add_argument("--kind", choices=["model_new", "cuda_forward"])
+    p.add_argument("--device", choices=["cuda", "cpu"])
+    p.add_argument("--seed", type=int, action="append")
+    p.add_argument("--seeds")
+    p.add_argument("--tolerance-abs", type=float)
+    p.add_argument("--tolerance-rel", type=float)
+    p.add_argument("--no-timing", action="store_true")
+    p.add_argument("--time-budget", type=float, help="seconds of interleaved timing (default 10 cuda, 3 cpu)")
+    p.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    p.add_argument("--build-dir")
+    p.add_argument("--json")
+    return p.parse_args(argv)
+
+
+def _finite(obj):
+    """Strict JSON: non-finite floats become null (the accompanying text says why)."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _guess_kind(src):
+    return "model_new" if "class ModelNew" in src else "cuda_forward"
+
+
+def main(argv=None):
+    args = _parse(argv)
+    real_stdout = os.dup(1)
+    os.dup2(2, 1)  # anything the candidate prints goes to stderr; stdout carries only the JSON
+    try:
+        with open(args.reference) as fh:
+            ref_src = fh.read()
+        with open(args.candidate) as fh:
+            cand_src = fh.read()
+        fn_src = None
+        if args.functional:
+            with open(args.functional) as fh:
+                fn_src = fh.read()
+        seeds = list(args.seed or [])
+        if args.seeds:
+            seeds += [int(s) for s in args.seeds.split(",") if s.strip()]
+        device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        doc = verify(reference_src=ref_src, candidate_src=cand_src, kind=args.kind or _guess_kind(cand_src),
+                     functional_src=fn_src, device=device, seeds=tuple(seeds) or DEFAULT_SEEDS,
+                     tolerance={"abs": args.tolerance_abs, "rel": args.tolerance_rel}, time_it=not args.no_timing,
+                     build_dir=args.build_dir, timing_budget_s=args.time_budget, compile_baseline=not args.no_compile)
+    except OSError as exc:
+        doc = {"verdict": "error", "error": "cannot read input: %s" % exc, "flags": [], "task_flags": [],
+               "trials": [], "timings": {}, "speedup": {}, "versions": {}, "log": ""}
+    text = json.dumps(_finite(doc), indent=1, default=str, allow_nan=False)
+    if args.json:
+        with open(args.json, "w") as fh:
+            fh.write(text)
+    sys.stdout.flush()
+    data = (text + "\n").encode()
+    while data:
+        data = data[os.write(real_stdout, data):]
+    os.close(real_stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""Turning source text into callables: modules from Python source, extensions from
+C++/CUDA source (``load_inline``, cached by code hash), and the environment record.
+
+No Django imports here: this file ships inside the verification bundle.
+"""
+import contextlib
+import hashlib
+import importlib.util
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+
+class BuildError(Exception):
+    """The candidate's extension did not build; the message carries the compiler output."""
+
+
+def default_build_dir():
+    base = os.environ.get("KB_HARNESS_BUILD_DIR")
+    if base:
+        return base
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "kb_harness", "builds")
+
+
+def sha256_text(text):
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _atomic_write(path, text):
+    if os.path.exists(path):
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            if fh.read() == text:
+                return
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def module_from_source(src, role, build_dir):
+    """Import Python source as a real module file (tracebacks and inspect work)."""
+    digest = sha256_text(src)[:16]
+    src_dir = os.path.join(build_dir, "sources")
+    os.makedirs(src_dir, exist_ok=True)
+    path = os.path.join(src_dir, "%s_%s.py" % (role, digest))
+    _atomic_write(path, src)
+    name = "kb_%s_%s" % (role, digest)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@contextlib.contextmanager
+def captured_output(sink, limit=20000):
+    """Capture fd 1 and 2 (compiler output, prints from C++) into sink, echo to stderr."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    tmp = tempfile.TemporaryFile()
+    saved = os.dup(1), os.dup(2)
+    os.dup2(tmp.fileno(), 1)
+    os.dup2(tmp.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+        tmp.seek(0)
+        text = tmp.read().decode("utf-8", "replace")
+        tmp.close()
+        if text:
+            sys.stderr.write(text)
+            sink.append(text[-limit:])
+
+
+def cuda_arch(device):
+    """'9.0' for an H100/H200: read from the device, never assumed."""
+    major, minor = torch.cuda.get_device_capability(torch.device(device))
+    return "%d.%d" % (major, minor)
+
+
+def build_flags(device):
+    cflags = ["-O3"]
+    cuda_flags = ["-O3"] if device == "cuda" else []
+    arch = cuda_arch(device) if device == "cuda" else None
+    return cflags, cuda_flags, arch
+
+
+def build_cuda_forward(src, device, build_dir, log):
+    """Build a C++/CUDA source exposing `forward` via PYBIND11_MODULE.
+
+    On cuda the text goes to nvcc (cuda_sources), on cpu to the host compiler
+    (cpp_sources).  The extension name is the sha256 of source, flags, device
+    architecture and torch version, so a second run loads the cached build.
+    """
+    from torch.utils.cpp_extension import load_inline
+
+    cflags, cuda_flags, arch = build_flags(device)
+    key = "\0".join([src, device, " ".join(cflags), " ".join(cuda_flags), arch or "", torch.__version__,
+                     str(torch.version.cuda)])
+    name = "kb_" + sha256_text(key)[:20]
+    bdir = os.path.join(build_dir, name)
+    os.makedirs(bdir, exist_ok=True)
+    env_backup = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    if arch:
+        os.environ["TORCH_CUDA_ARCH_LIST"] = arch
+    try:
+        with captured_output(log):
+            if device == "cuda":
+                ext = load_inline(name=name, cpp_sources="", cuda_sources=src, extra_cflags=cflags,
+                                  extra_cuda_cflags=cuda_flags, build_directory=bdir, with_cuda=True,
+                                  verbose=True)
+            else:
+                ext = load_inline(name=name, cpp_sources=src, extra_cflags=cflags, build_directory=bdir,
+                                  with_cuda=False, verbose=True)
+    except Exception as exc:
+        raise BuildError(str(exc)[-8000:]) from None
+    finally:
+        if arch:
+            if env_backup is None:
+                os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
+            else:
+                os.environ["TORCH_CUDA_ARCH_LIST"] = env_backup
+    if not hasattr(ext, "forward"):
+        raise BuildError("the extension built but exposes no `forward` (PYBIND11_MODULE must define it)")
+    return ext, {"name": name, "build_directory": bdir, "cflags": cflags, "cuda_cflags": cuda_flags,
+                 "arch": arch}
+
+
+def extension_dir_for_model_new(src, build_dir):
+    """Per-candidate TORCH_EXTENSIONS_DIR so load_inline inside ModelNew caches by code hash."""
+    path = os.path.join(build_dir, "model_new", sha256_text(src + torch.__version__)[:16])
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _nvidia_smi(query):
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=" + query, "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip().splitlines()[0].strip() if out.returncode == 0 and out.stdout else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def collect_versions(device, harness_version, harness_sha):
+    info = {
+        "harness": harness_version,
+        "harness_sha256": harness_sha,
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "driver": None,
+        "gpu": None,
+        "gpu_capability": None,
+        "cpu": _cpu_model(),
+        "platform": platform.platform(),
+    }
+    if device == "cuda" and torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        info["gpu"] = props.name
+        info["gpu_capability"] = "%d.%d" % (props.major, props.minor)
+        info["gpu_memory_bytes"] = int(props.total_memory)
+        info["driver"] = _nvidia_smi("driver_version")
+    return info
+
+
+def harness_files_sha256():
+    """sha256 over this directory's harness*.py files (what the bundle ships)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256()
+    for fname in sorted(os.listdir(here)):
+        if fname.startswith("harness") and fname.endswith(".py"):
+            with open(os.path.join(here, fname), "rb") as fh:
+                digest.update(fname.encode() + b"\0" + fh.read() + b"\0")
+    return digest.hexdigest()

@@ -1,0 +1,199 @@
+"""Checks on outputs: errors against the reference, structure (exact type, own
+storage, shape, dtype, device), weak-task statistics and reduced-precision evidence.
+
+No Django imports here: this file ships inside the verification bundle.
+"""
+import math
+
+import torch
+
+try:
+    from . import harness_inputs as inputs_mod
+    from . import harness_memory as memory
+except ImportError:  # standalone copy: siblings are plain modules
+    import harness_inputs as inputs_mod
+    import harness_memory as memory
+
+NEAR_ZERO_ABS = 0.01  # robust-kbench: output |y| < 0.01 everywhere
+INSENSITIVE_STD = 0.01  # robust-kbench: per-element std across inputs < 0.01
+
+
+def flag(name, blocking, evidence, **extra):
+    entry = {"name": name, "blocking": bool(blocking), "evidence": evidence}
+    entry.update(extra)
+    return entry
+
+
+def compare(cand_leaves, ref_leaves, tol):
+    """Errors of candidate leaves against reference leaves (any devices).
+
+    Passing needs: same structure; no non-finite value where the reference is
+    finite; every element within |c - r| <= abs * (1 + |r|) (KernelBench's
+    allclose with atol = rtol = abs); and ||c - r|| / ||r|| <= rel.
+    """
+    res = {"passed": True, "max_abs_err": 0.0, "rel_norm_err": 0.0, "mismatched": 0, "elements": 0,
+           "nonfinite_where_ref_finite": 0, "poisoned": 0, "cand_norm": 0.0, "ref_norm": 0.0, "reason": None}
+    if len(cand_leaves) != len(ref_leaves):
+        res.update(passed=False, reason="returned %d outputs, reference returns %d" % (len(cand_leaves),
+                                                                                        len(ref_leaves)))
+        return res
+    err_sq = ref_sq = cand_sq = 0.0
+    for c, r in zip(cand_leaves, ref_leaves):
+        if not isinstance(r, torch.Tensor):
+            if c != r:
+                res.update(passed=False, reason="non-tensor output %r != reference %r" % (c, r))
+            continue
+        if not isinstance(c, torch.Tensor):
+            res.update(passed=False, reason="returned %s where the reference returns a tensor" % type(c).__name__)
+            continue
+        if tuple(c.shape) != tuple(r.shape):
+            res.update(passed=False, reason="shape %s, reference %s" % (tuple(c.shape), tuple(r.shape)))
+            continue
+        c_dev = torch.as_tensor(c).detach().to(r.device)
+        c64, r64 = c_dev.to(torch.float64), r.detach().to(torch.float64)
+        r_fin = torch.isfinite(r64)
+        c_fin = torch.isfinite(c64)
+        both_same_nonfinite = (~r_fin) & (~c_fin) & ((c64 == r64) | (torch.isnan(c64) & torch.isnan(r64)))
+        bad_nonfinite = (r_fin & ~c_fin) | ((~r_fin) & ~both_same_nonfinite)
+        res["nonfinite_where_ref_finite"] += int((r_fin & ~c_fin).sum())
+        res["poisoned"] += int((memory.is_poison(c_dev) & r_fin).sum())
+        mask = r_fin & c_fin
+        diff = torch.where(mask, (c64 - r64).abs(), torch.zeros_like(c64))
+        if diff.numel():
+            res["max_abs_err"] = max(res["max_abs_err"], float(diff.max()))
+        within = diff <= tol["abs"] * (1.0 + r64.abs().where(mask, torch.zeros_like(r64)))
+        res["mismatched"] += int((~within).sum()) + int(bad_nonfinite.sum())
+        res["elements"] += r.numel()
+        err_sq += float((diff * diff).sum())
+        ref_sq += float((r64.where(r_fin, torch.zeros_like(r64)) ** 2).sum())
+        cand_sq += float((c64.where(c_fin, torch.zeros_like(c64)) ** 2).sum())
+    res["ref_norm"] = math.sqrt(ref_sq)
+    res["cand_norm"] = math.sqrt(cand_sq)
+    if ref_sq > 0:
+        res["rel_norm_err"] = math.sqrt(err_sq) / math.sqrt(ref_sq)
+    else:
+        res["rel_norm_err"] = 0.0 if err_sq == 0 else float("inf")
+    if res["reason"] is None:
+        if res["nonfinite_where_ref_finite"]:
+            res["reason"] = "%d non-finite values where the reference is finite" % res["nonfinite_where_ref_finite"]
+        elif res["mismatched"]:
+            res["reason"] = "%d of %d elements outside |c-r| <= %g*(1+|r|) (max abs err %.3g)" % (
+                res["mismatched"], res["elements"], tol["abs"], res["max_abs_err"])
+        elif res["rel_norm_err"] > tol["rel"]:
+            res["reason"] = "relative norm error %.3g > %g" % (res["rel_norm_err"], tol["rel"])
+    res["passed"] = res["reason"] is None
+    return res
+
+
+def storage_ptr(t):
+    try:
+        return t.untyped_storage().data_ptr()
+    except Exception:  # subclasses without storage
+        return None
+
+
+def structure_findings(out_leaves, ref_leaves, cand_input_tensors, device):
+    """Exact torch.Tensor, right shape/dtype/device, storage not shared with an input."""
+    found = []
+    input_ptrs = {}
+    for t in cand_input_tensors:
+        p = storage_ptr(t)
+        if p:
+            input_ptrs[p] = inputs_mod.describe(t)
+    for idx, (c, r) in enumerate(zip(out_leaves, ref_leaves)):
+        if not isinstance(r, torch.Tensor):
+            continue
+        if type(c) is not torch.Tensor:
+            found.append(flag("output_not_plain_tensor", True,
+                              "output %d is a %s (%s), not exactly torch.Tensor: a subclass or lazy object can "
+                              "defer or fake the work" % (idx, type(c).__module__ + "." + type(c).__qualname__,
+                                                          inputs_mod.describe(c))))
+            continue
+        problems = []
+        if tuple(c.shape) != tuple(r.shape):
+            problems.append("shape %s vs reference %s" % (tuple(c.shape), tuple(r.shape)))
+        if c.dtype != r.dtype:
+            problems.append("dtype %s vs reference %s" % (c.dtype, r.dtype))
+        if c.device.type != torch.device(device).type:
+            problems.append("device %s, expected %s" % (c.device, device))
+        if problems:
+            found.append(flag("output_structure_mismatch", True, "output %d: %s" % (idx, "; ".join(problems))))
+        p = storage_ptr(c)
+        if p and p in input_ptrs:
+            found.append(flag("output_aliases_input", True,
+                              "output %d shares storage (data_ptr 0x%x) with the input %s: the candidate returned "
+                              "(a view of) its input instead of its own result" % (idx, p, input_ptrs[p])))
+        if c.numel() > 1 and any(s == 0 and n > 1 for s, n in zip(c.stride(), c.shape)):
+            found.append(flag("output_overlapping_memory", False,
+                              "output %d has a zero stride %s: a broadcast view, not a materialised result"
+                              % (idx, tuple(c.stride()))))
+    return found
+
+
+def stack_samples(samples):
+    """samples: list (per seed) of 1-D float64 tensors of equal length -> 2-D tensor or None."""
+    samples = [s for s in samples if s is not None]
+    if len(samples) < 1 or len({s.numel() for s in samples}) != 1:
+        return None
+    return torch.stack(samples)
+
+
+def task_weakness(ref_stack):
+    """robust-kbench's weak-check findings about the reference (task_flags)."""
+    found = []
+    if ref_stack is None or ref_stack.numel() == 0:
+        return found
+    finite = ref_stack[torch.isfinite(ref_stack)]
+    max_abs = float(finite.abs().max()) if finite.numel() else 0.0
+    if max_abs < NEAR_ZERO_ABS:
+        found.append(flag("near_zero_output", False,
+                          "reference output |y| < %g everywhere (max %.3g over %d seeds): an absolute tolerance of "
+                          "1e-2 would accept zeros" % (NEAR_ZERO_ABS, max_abs, ref_stack.shape[0])))
+    if ref_stack.shape[0] >= 2:
+        std = ref_stack.std(dim=0)
+        max_std = float(std[torch.isfinite(std)].max()) if torch.isfinite(std).any() else 0.0
+        if max_std < INSENSITIVE_STD:
+            found.append(flag("input_insensitive", False,
+                              "per-element std of the reference output across %d seeds < %g (max %.3g): the output "
+                              "barely depends on the inputs" % (ref_stack.shape[0], INSENSITIVE_STD, max_std)))
+    return found
+
+
+def constant_output(cand_stack, ref_stack):
+    """Candidate output that does not follow its inputs while the reference does."""
+    if cand_stack is None or ref_stack is None or cand_stack.shape != ref_stack.shape or cand_stack.shape[0] < 2:
+        return None
+    if not torch.isfinite(cand_stack).all():
+        return None
+    ref_std = float(ref_stack.std(dim=0).mean())
+    cand_std = float(cand_stack.std(dim=0).mean())
+    scale = float(ref_stack.abs().max())
+    if ref_std > 1e-6 * max(scale, 1e-30) and cand_std <= 0.01 * ref_std:
+        return flag("constant_output", True,
+                    "across %d seeds the reference output varies (mean per-element std %.3g) but the candidate's "
+                    "does not (%.3g): the output ignores its inputs (hard-coded or cached)"
+                    % (cand_stack.shape[0], ref_std, cand_std))
+    return None
+
+
+def representable_fraction(t, dtype):
+    t = t.detach().to("cpu", torch.float32)
+    t = t[torch.isfinite(t)]
+    if t.numel() == 0:
+        return 0.0
+    return float((t.to(dtype).to(torch.float32) == t).double().mean())
+
+
+def round_tf32(t):
+    """Round-to-nearest of fp32 to TF32 (10 explicit mantissa bits)."""
+    bits = t.contiguous().view(torch.int32)
+    bits = (bits + 0x1000) & ~0x1FFF
+    return bits.view(torch.float32)
+
+
+def round_to(t, how):
+    if not t.is_floating_point():
+        return t
+    if how == "tf32":
+        return round_tf32(t.float()).to(t.dtype) if t.dtype == torch.float32 else t
+    return t.to(how).to(t.dtype)

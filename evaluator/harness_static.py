@@ -1,0 +1,180 @@
+"""Static scan of a candidate's source, comments stripped.
+
+Findings are advisory - they say where to look - except ``no_custom_kernel``:
+a ``cuda_forward`` source that defines no kernel at all (no ``__global__``
+function or inline assembly on cuda; no loop on cpu) yet calls library compute
+ops is a library call presented as a kernel, whatever its numbers say.  The
+dynamic check (``library_call_replaces_kernel``, from the dispatcher) carries
+the blocking verdict for everything subtler.
+
+No Django imports here: this file ships inside the verification bundle.
+"""
+import io
+import re
+import tokenize
+
+try:
+    from . import harness_checks as checks
+except ImportError:  # standalone copy
+    import harness_checks as checks
+
+COMPUTE_NAMES = (
+    "matmul|mm|bmm|addmm|baddbmm|addbmm|addmv|mv|dot|linear|einsum|tensordot|conv[123]d|convolution|"
+    "conv_transpose[123]d|_convolution|relu|relu_|gelu|silu|sigmoid|tanh|softmax|log_softmax|_softmax|"
+    "layer_norm|batch_norm|group_norm|instance_norm|rms_norm|dropout|sum|mean|amax|amin|max_pool[123]d|"
+    "avg_pool[123]d|adaptive_avg_pool[123]d|scaled_dot_product_attention|cumsum|cumprod|logsumexp|"
+    "exp|log|sqrt|rsqrt|pow|clamp|hardtanh|leaky_relu|elu|selu|softplus|mish|hardswish|norm|var|std|"
+    "argmax|argmin|topk|sort|cross_entropy|nll_loss|mse_loss|smooth_l1_loss|kl_div|triplet_margin_loss|"
+    "cosine_similarity|prod|lstm|gru|add|sub|mul|div|where|minimum|maximum")
+
+_CPP_LIB = re.compile(r"\b(?:torch|at)::(?:nn::functional::|native::|cpu::|cuda::)?(%s)(?:_out)?\s*\(" % COMPUTE_NAMES)
+_CPP_METHOD = re.compile(r"(?:\)|\w)\s*(?:\.|->)\s*(matmul|mm|bmm|addmm|linear|conv2d|softmax|log_softmax|relu|"
+                         r"gelu|sigmoid|tanh|sum|mean|amax|exp|layer_norm|cumsum|logsumexp|norm)\s*\(")
+_PY_LIB = re.compile(r"\b(?:torch|F|nn\.functional|torch\.nn\.functional|torch\.special|torch\.linalg)\.(%s)\s*\("
+                     % COMPUTE_NAMES)
+_PY_METHOD = re.compile(r"[\w\)\]]\s*\.(matmul|mm|bmm|addmm|softmax|log_softmax|relu|gelu|sigmoid|tanh|sum|mean|"
+                        r"amax|exp|cumsum|logsumexp|conv2d)\s*\(")
+_VENDOR = re.compile(r"\b(cublas\w*|cublasLt\w*|cudnn\w*|cusparse\w*|cufft\w*)\s*\(")
+
+PATTERNS = [
+    ("fallback_path_in_source", [r"\btry\s*\{", r"\bcatch\s*\(", r"(?m)^\s*try\s*:", r"(?m)^\s*except\b"],
+     "try/catch or try/except: a failing custom path can silently fall back to the library"),
+    ("side_stream_in_source", [r"cudaStreamCreate\w*", r"getStreamFromPool", r"cudaStreamNonBlocking",
+                               r"torch\.cuda\.Stream\s*\(", r"torch\.cuda\.stream\s*\(", r"cudaStreamPerThread",
+                               r"cudaLaunchHostFunc"],
+     "work issued on a stream other than the caller's current stream"),
+    ("threads_in_source", [r"std::thread", r"std::async", r"pthread_create", r"\.detach\s*\(\s*\)",
+                           r"\bthreading\.", r"concurrent\.futures", r"\bmultiprocessing\b", r"\b_thread\b"],
+     "host threads: work may still run after forward returns"),
+    ("static_cache_in_source", [r"\bstatic\s+(?:const\s+)?(?:torch|at)::Tensor\b",
+                                r"\bstatic\s+std::(?:unordered_)?map\b", r"\bstatic\s+std::vector\s*<\s*(?:torch|at)",
+                                r"\bstatic\s+[\w:<>]+\s*\*\s*\w+", r"(?m)^(?:torch|at)::Tensor\s+\w+\s*;",
+                                r"\bstd::(?:unordered_)?map\s*<\s*(?:void\s*\*|const\s+void\s*\*|int64_t|uintptr_t)",
+                                r"(?m)^\s*global\s+\w+", r"functools\.lru_cache", r"@\s*(?:functools\.)?cache\b",
+                                r"self\.\w*cache\w*\s*=", r"(?mi)^_*\w*cache\w*\s*=\s*(?:\{|dict\(|\[)",
+                                r"\bid\s*\(\s*\w+\s*\)\s*(?:in|==)", r"data_ptr\s*\(\s*\)\s*(?:in|==|\])"],
+     "state kept across calls (static tensors/pointers, global caches): outputs may be replayed"),
+    ("cuda_graph_in_source", [r"cudaGraph\w*", r"cudaStreamBeginCapture", r"CUDAGraph", r"torch\.cuda\.graph\b",
+                              r"make_graphed_callables"],
+     "CUDA graphs: launches replayed from a capture"),
+    ("monkeypatch_in_source", [r"(?m)^\s*(?:torch|time|F|nn|np|numpy)\.[\w.]+\s*=(?!=)",
+                               r"setattr\s*\(\s*(?:torch|time|F|nn|builtins)\b", r"\bimport\s+builtins\b",
+                               r"__builtins__", r"sys\.modules\s*\[", r"sys\.settrace|sys\.setprofile",
+                               r"\bgc\.get_objects\b", r"inspect\.(?:stack|currentframe)|sys\._getframe"],
+     "assigns into torch/time/builtins or inspects the caller: timers or checks may be patched"),
+    ("torch_compile_in_source", [r"torch\.compile\s*\(", r"torch\._dynamo", r"torch\._inductor"],
+     "torch.compile inside the candidate: the library generates the kernel"),
+    ("reduced_precision_in_source", [r"__float2half", r"__float2bfloat16", r"\bwmma::", r"mma\.sync", r"\btf32\b",
+                                     r"allow_tf32", r"\.half\s*\(\s*\)", r"\.bfloat16\s*\(\s*\)", r"torch\.float16",
+                                     r"torch\.bfloat16", r"at::kHalf|at::kBFloat16|torch::kHalf|torch::kBFloat16",
+                                     r"set_float32_matmul_precision"],
+     "lower-precision arithmetic: check the measured error, not only the verdict"),
+]
+
+
+def _blank(text):
+    return "".join(ch if ch == "\n" else " " for ch in text)
+
+
+def strip_cpp_comments(src):
+    """Blank // and /* */ comments (newlines kept, so line numbers hold); keep literals."""
+    out, i, n = [], 0, len(src)
+    while i < n:
+        c = src[i]
+        if c == "/" and i + 1 < n and src[i + 1] == "/":
+            j = src.find("\n", i)
+            j = n if j < 0 else j
+            out.append(_blank(src[i:j]))
+            i = j
+        elif c == "/" and i + 1 < n and src[i + 1] == "*":
+            j = src.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(_blank(src[i:j]))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and src[j] != c and src[j] != "\n":
+                j += 2 if src[j] == "\\" else 1
+            out.append(src[i:j + 1])
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def strip_python_comments(src):
+    """Blank # comments; C++ comments inside string literals (inline kernels) too."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(src).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return src
+    starts, pos = [], 0
+    for line in src.splitlines(True):
+        starts.append(pos)
+        pos += len(line)
+    starts.append(pos)
+    chars = list(src)
+    for tok in tokens:
+        if tok.type not in (tokenize.COMMENT, tokenize.STRING):
+            continue
+        a = starts[tok.start[0] - 1] + tok.start[1]
+        b = starts[tok.end[0] - 1] + tok.end[1]
+        if tok.type == tokenize.COMMENT:
+            chars[a:b] = list(_blank(src[a:b]))
+        elif "{" in tok.string or "#include" in tok.string:
+            lit = src[a:b]
+            q = min(i for i in (lit.find("'"), lit.find('"')) if i >= 0)
+            ql = 3 if lit[q:q + 3] in ("'''", '"""') else 1
+            body = lit[q + ql:len(lit) - ql]
+            chars[a + q + ql:b - ql] = list(strip_cpp_comments(body))
+    return "".join(chars)
+
+
+def _line_of(text, pos):
+    return text.count("\n", 0, pos) + 1
+
+
+def _hits(regexes, text, limit=6):
+    """'line N: snippet' for each match, one per line, in line order."""
+    found = {}
+    for rx in regexes:
+        for m in re.finditer(rx, text):
+            line = _line_of(text, m.start())
+            if line not in found:
+                found[line] = text[m.start():m.start() + 60].splitlines()[0].strip()
+    return ["line %d: %s" % (ln, found[ln]) for ln in sorted(found)[:limit]]
+
+
+def scan(src, kind, device):
+    """Return (flags, summary) for the candidate source."""
+    is_python = kind == "model_new"
+    text = strip_python_comments(src) if is_python else strip_cpp_comments(src)
+    flags, summary = [], {}
+    lib = _hits([_CPP_LIB, _CPP_METHOD, _VENDOR] + ([_PY_LIB, _PY_METHOD] if is_python else []), text, limit=12)
+    summary["library_ops"] = lib
+    if lib:
+        flags.append(checks.flag("library_ops_in_source", False,
+                                 "library compute calls in the candidate: " + "; ".join(lib), source="static"))
+    for name, regexes, why in PATTERNS:
+        hits = _hits(regexes, text)
+        summary[name] = hits
+        if hits:
+            flags.append(checks.flag(name, False, "%s (%s)" % ("; ".join(hits), why), source="static"))
+    has_kernel = bool(re.search(r"__global__|\basm\s*(?:volatile\s*)?\(|\btriton\.jit\b|RawKernel|cuda\.jit", text))
+    has_loop = bool(re.search(r"\bfor\s*\(|\bwhile\s*\(|parallel_for|#pragma\s+omp", text))
+    builds = bool(re.search(r"load_inline|cpp_extension|\bload\s*\(|triton|cupy|numba", text))
+    summary.update(has_kernel=has_kernel, has_loop=has_loop)
+    if kind == "cuda_forward" and lib:
+        kernelless = (not has_kernel) if device == "cuda" else (not has_kernel and not has_loop)
+        if kernelless:
+            flags.append(checks.flag("no_custom_kernel", True,
+                                     "the source defines no kernel (%s) yet calls library compute ops (%s): the "
+                                     "forward is a library call" % ("no __global__ function or inline asm"
+                                                                    if device == "cuda" else "no loop",
+                                                                    "; ".join(lib[:4])), source="static"))
+    if kind == "model_new" and not builds and not has_kernel:
+        flags.append(checks.flag("no_custom_kernel", False,
+                                 "ModelNew builds no extension and defines no kernel: it runs PyTorch ops only",
+                                 source="static"))
+    return flags, summary

@@ -1,0 +1,272 @@
+"""The correctness protocol: for every seed, fresh inputs; the candidate runs first
+on poisoned memory, then the reference (whose output stays alive), then the
+candidate again on poisoned memory; every call gets its own clone of the inputs.
+Around each candidate call: identity snapshot, thread census, mutation check,
+an output copy at return and another after a device-wide sync and a pause.
+
+No Django imports here: this file ships inside the verification bundle.
+"""
+import time
+
+import torch
+
+try:
+    from . import harness_checks as checks
+    from . import harness_guard as guard
+    from . import harness_inputs as inp
+except ImportError:  # standalone copy
+    import harness_checks as checks
+    import harness_guard as guard
+    import harness_inputs as inp
+
+_sleep = time.sleep
+_cuda_sync = torch.cuda.synchronize
+
+
+class CandidateError(Exception):
+    """The candidate raised; carries the original exception text."""
+
+
+class Ctx:
+    """State shared by the protocol steps (filled in by harness.verify)."""
+
+    def __init__(self, **kw):
+        self.flags = []
+        self.log = []
+        self.samples_ref = []
+        self.samples_cand = []
+        self.size_hints = []
+        self.settle_s = 0.1
+        self.seen_flags = set()
+        self.__dict__.update(kw)
+
+    def add_flag(self, entry):
+        key = (entry["name"], entry["evidence"][:120])
+        if key not in self.seen_flags:
+            self.seen_flags.add(key)
+            self.flags.append(entry)
+
+    def has_flag(self, name):
+        return any(f["name"] == name for f in self.flags)
+
+    def sync(self):
+        if self.device == "cuda":
+            _cuda_sync()
+
+
+def call_reference(ctx, inputs):
+    ctx.stage("reference_call")
+    with torch.no_grad():
+        out = ctx.ref_call(inputs)
+    ctx.sync()
+    return out
+
+
+def call_candidate(ctx, gold, gold_cpu, label, poison=True, check_guards=True):
+    """One guarded candidate call on a fresh clone of `gold`."""
+    ins = inp.clone_inputs(gold)
+    if poison:
+        ctx.poisoner.poison(ctx.size_hints)
+    ctx.sync()
+    before_threads = guard.thread_census()
+    before_ids = guard.snapshot(ctx.namespaces) if check_guards else None
+    ctx.stage("candidate_call")
+    try:
+        with torch.no_grad():
+            out = ctx.cand_call(ins)
+    except Exception as exc:
+        raise CandidateError("%s: %s" % (type(exc).__name__, str(exc)[-2000:])) from None
+    leaves = inp.as_output_list(out)
+    # Copy at return, stream-ordered (what the caller's next op would see).
+    at_return = [leaf.detach().to("cpu", copy=True) if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+    threads_now = guard.thread_census()
+    ctx.stage("candidate_settle")
+    ctx.sync()
+    _sleep(ctx.settle_s)
+    late = [leaf.detach().to("cpu", copy=True) if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+    rec = {"label": label, "out": out, "leaves": leaves, "at_return": at_return, "late": late, "inputs": ins}
+    if check_guards:
+        changed = guard.changes(before_ids, guard.snapshot(ctx.namespaces))
+        if changed:
+            ctx.add_flag(checks.flag("patched_environment", True,
+                                     "during the candidate call (%s run) these changed: %s"
+                                     % (label, ", ".join(changed[:12]))))
+    py_new, os_delta = guard.new_threads(before_threads, threads_now)
+    rec["threads"] = {"python_new": py_new, "os_delta": os_delta}
+    if py_new > 0 or (os_delta or 0) > 0:
+        ctx.add_flag(checks.flag("threads_spawned", False,
+                                 "right after forward returned (%s run): %d new Python thread(s), OS thread count "
+                                 "%+d" % (label, py_new, os_delta or 0)))
+    # Output written after return (side stream, host thread, deferred work).
+    moved = sum(inp.changed_elements(a, b) for a, b in zip(at_return, late) if isinstance(a, torch.Tensor))
+    if moved:
+        total = sum(a.numel() for a in at_return if isinstance(a, torch.Tensor))
+        ctx.add_flag(checks.flag("deferred_write", True,
+                                 "%d of %d output elements changed between the return of forward and %s + %.0f ms "
+                                 "later (%s run): work continues after the call returns (side stream or thread)"
+                                 % (moved, total, "a device-wide synchronize" if ctx.device == "cuda" else "a pause",
+                                    ctx.settle_s * 1e3, label)))
+    # Inputs written by the candidate.
+    touched = []
+    for i, (c, g) in enumerate(zip(inp.tensors_in(ins), inp.tensors_in(gold_cpu))):
+        n = inp.changed_elements(g, c)
+        if n:
+            touched.append("input %d: %d of %d elements" % (i, n, g.numel()))
+    rec["mutated"] = touched
+    for name, before in ctx.param_snapshot.items():
+        now = ctx.param_tensors[name]
+        n = inp.changed_elements(before, now)
+        if n:
+            touched.append("parameter %s: %d elements" % (name, n))
+            now.data.copy_(before.to(now.device))
+    if touched and not ctx.ref_mutates:
+        ctx.add_flag(checks.flag("input_mutation", True,
+                                 "the candidate wrote to its inputs (%s run): %s; the reference leaves them untouched"
+                                 % (label, "; ".join(touched))))
+    return rec
+
+
+def run_trials(ctx):
+    trials = []
+    for seed in ctx.seeds:
+        gold = inp.make_inputs(ctx.ref_mod, seed, ctx.device)
+        gold_cpu = inp.cpu_copy(gold)
+        rec_a = call_candidate(ctx, gold, gold_cpu, "first")
+        ref_in = inp.clone_inputs(gold)
+        ref_out = call_reference(ctx, ref_in)
+        ref_leaves = inp.as_output_list(ref_out)
+        ref_touched = [i for i, (c, g) in enumerate(zip(inp.tensors_in(ref_in), inp.tensors_in(gold_cpu)))
+                       if inp.changed_elements(g, c)]
+        if ref_touched and not ctx.ref_mutates:
+            ctx.ref_mutates = True
+            ctx.task_flags.append(checks.flag("reference_mutates_inputs", False,
+                                              "the reference writes to inputs %s" % ref_touched))
+        ctx.size_hints = [t.numel() * t.element_size() for t in ref_leaves if isinstance(t, torch.Tensor)]
+        rec_c = call_candidate(ctx, gold, gold_cpu, "after_reference")
+        for rec in (rec_a, rec_c):
+            for f in checks.structure_findings(rec["leaves"], ref_leaves, inp.tensors_in(rec["inputs"]) +
+                                               list(ctx.param_tensors.values()), ctx.device):
+                ctx.add_flag(f)
+        shared = {checks.storage_ptr(t) for t in rec_a["leaves"] if type(t) is torch.Tensor} - {None}
+        reused = [checks.storage_ptr(t) for t in rec_c["leaves"] if type(t) is torch.Tensor and
+                  checks.storage_ptr(t) in shared]
+        if reused:
+            ctx.add_flag(checks.flag("output_storage_reused", True,
+                                     "two calls returned the same storage (data_ptr 0x%x) while the first result was "
+                                     "still held: outputs come from a static buffer or cache" % reused[0]))
+        ref_cpu = inp.cpu_copy(ref_leaves)
+        cmp_a = checks.compare(rec_a["at_return"], ref_cpu, ctx.tol)
+        cmp_c = checks.compare(rec_c["at_return"], ref_cpu, ctx.tol)
+        worst = cmp_a if cmp_a["rel_norm_err"] >= cmp_c["rel_norm_err"] else cmp_c
+        trials.append({
+            "seed": seed, "passed": cmp_a["passed"] and cmp_c["passed"],
+            "max_abs_err": max(cmp_a["max_abs_err"], cmp_c["max_abs_err"]),
+            "rel_norm_err": max(cmp_a["rel_norm_err"], cmp_c["rel_norm_err"]),
+            "reason": cmp_a["reason"] or cmp_c["reason"],
+            "runs": {"first": _brief(cmp_a), "after_reference": _brief(cmp_c)},
+            "ref_norm": worst["ref_norm"], "cand_norm": worst["cand_norm"],
+        })
+        ctx.samples_ref.append(_sample(ref_cpu))
+        same_shapes = all(isinstance(c, torch.Tensor) and tuple(c.shape) == tuple(r.shape)
+                          for c, r in zip(rec_a["at_return"], ref_cpu) if isinstance(r, torch.Tensor))
+        ctx.samples_cand.append(_sample(rec_a["at_return"]) if same_shapes else None)
+        del rec_a, rec_c, ref_out, ref_leaves, gold
+    return trials
+
+
+def _brief(cmp):
+    return {k: cmp[k] for k in ("passed", "max_abs_err", "rel_norm_err", "mismatched", "elements",
+                                "nonfinite_where_ref_finite", "poisoned", "reason")}
+
+
+def _sample(leaves):
+    tensors = [t for t in leaves if isinstance(t, torch.Tensor) and type(t) is torch.Tensor]
+    if not tensors:
+        return None
+    try:
+        return torch.cat([inp.subsample(t) for t in tensors])
+    except Exception:
+        return None
+
+
+def probe_kernelbench_order(ctx):
+    """Reference first, its output freed (not poisoned), then the candidate: the
+    order in which a stale-memory read returns the right answer."""
+    seed = ctx.seeds[0]
+    gold = inp.make_inputs(ctx.ref_mod, seed, ctx.device)
+    gold_cpu = inp.cpu_copy(gold)
+    out = call_reference(ctx, inp.clone_inputs(gold))
+    ref_cpu = inp.cpu_copy(inp.as_output_list(out))
+    del out
+    rec = call_candidate(ctx, gold, gold_cpu, "after_freed_reference", poison=False)
+    return checks.compare(rec["at_return"], ref_cpu, ctx.tol)
+
+
+def probe_refill(ctx):
+    """Same input buffers, new contents: a cache keyed on identity or data_ptr replays."""
+    if len(ctx.seeds) < 2:
+        return None
+    g0 = inp.make_inputs(ctx.ref_mod, ctx.seeds[0], ctx.device)
+    g1 = inp.make_inputs(ctx.ref_mod, ctx.seeds[1], ctx.device)
+    buf = inp.clone_inputs(g0)
+    ctx.stage("candidate_call")
+    with torch.no_grad():
+        first = inp.cpu_copy(inp.as_output_list(ctx.cand_call(buf)))
+    for dst, src in zip(inp.tensors_in(buf), inp.tensors_in(g1)):
+        dst.copy_(src)
+    ctx.sync()
+    with torch.no_grad():
+        second = inp.cpu_copy(inp.as_output_list(ctx.cand_call(buf)))
+    ref1 = inp.cpu_copy(inp.as_output_list(call_reference(ctx, inp.clone_inputs(g1))))
+    cmp_new = checks.compare(second, ref1, ctx.tol)
+    cmp_old = checks.compare(second, first, {"abs": 0.0, "rel": 0.0})
+    return {"vs_new_reference": _brief(cmp_new), "identical_to_previous_output": cmp_old["passed"]}
+
+
+def record_ops(ctx):
+    """aten ops issued by one reference call and one candidate call (dispatcher level)."""
+    if guard.OpRecorder is None:
+        return None
+    gold = inp.make_inputs(ctx.ref_mod, ctx.seeds[0], ctx.device)
+    with torch.no_grad():
+        with guard.OpRecorder() as rec_ref:
+            ctx.ref_call(inp.clone_inputs(gold))
+        ctx.stage("candidate_call")
+        try:
+            with guard.OpRecorder() as rec_cand:
+                ctx.cand_call(inp.clone_inputs(gold))
+        except Exception as exc:
+            return {"error": "candidate failed under the op recorder: %s" % str(exc)[:300]}
+    ctx.sync()
+    return guard.library_verdict(rec_ref.counts, rec_cand.counts)
+
+
+def precision_probe(ctx):
+    """Does the candidate match a reference computed at lower precision better than the fp32 one?"""
+    gold = inp.make_inputs(ctx.ref_mod, ctx.seeds[0], ctx.device)
+    gold_cpu = inp.cpu_copy(gold)
+    rec = call_candidate(ctx, gold, gold_cpu, "precision_probe", check_guards=False)
+    ref = inp.cpu_copy(inp.as_output_list(call_reference(ctx, inp.clone_inputs(gold))))
+    base = checks.compare(rec["at_return"], ref, ctx.tol)["rel_norm_err"]
+    found = {"fp32_reference_rel_norm_err": base, "candidates": {}}
+    cand = [t for t in rec["at_return"] if isinstance(t, torch.Tensor)]
+    ref_t = [t for t in ref if isinstance(t, torch.Tensor)]
+    if not cand or not ref_t or cand[0].dtype != torch.float32:
+        return found
+    for label, dt in (("bfloat16", torch.bfloat16), ("float16", torch.float16)):
+        fc = checks.representable_fraction(cand[0], dt)
+        fr = checks.representable_fraction(ref_t[0], dt)
+        found["candidates"][label + "_representable"] = {"candidate": fc, "reference": fr}
+    hows = [("bfloat16", torch.bfloat16), ("float16", torch.float16)]
+    if ctx.device == "cuda":
+        hows.append(("tf32", "tf32"))
+    for label, how in hows:
+        try:
+            low_in = inp.map_tensors(inp.clone_inputs(gold), lambda t: checks.round_to(t, how))
+            with ctx.rounded_reference(how) as low_call:
+                low = inp.cpu_copy(inp.as_output_list(low_call(low_in)))
+            err = checks.compare(rec["at_return"], low, ctx.tol)["rel_norm_err"]
+            found["candidates"][label + "_inputs_reference_rel_norm_err"] = err
+        except Exception as exc:  # an op without a low-precision kernel on this device
+            found["candidates"][label + "_inputs_reference_error"] = str(exc)[:200]
+    return found
