@@ -188,7 +188,9 @@ GPU when torch sees one and the CPU otherwise; `--device cuda|cpu` forces either
 `--json result.json` chooses where the full result is written. It prints the verdict,
 every flag with its evidence, and the claimed numbers beside the re-measured ones.
 Only kernels written as plain C++ run on the CPU, and CPU timings say nothing about the
-claimed GPU speedup. Exit status 0 means a verdict (passed or failed) was reached.
+claimed GPU speedup. Options after `--` go to the harness unchanged (for example
+`python verify.py -- --build-dir /tmp/kernel-builds`). Exit status 0 means a verdict
+(passed or failed) was reached, 2 that none could be.
 
 ## Files
 

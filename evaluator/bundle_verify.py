@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Re-verify the kernel in this bundle and compare the result with the archive's claims.
 
-    python verify.py [--device cuda|cpu] [--json result.json] [--seeds 1,2,3]
+    python verify.py [--device cuda|cpu] [--json result.json] [--seeds 1,2,3] [-- HARNESS OPTIONS]
 
 Runs harness.py (shipped beside this file) in a subprocess on reference.py, the kernel
 source and functional.py when present, prints the verdict, every flag with its evidence
 and a claimed-vs-re-measured table, and writes the harness's full JSON result (plus the
-claims and a check of SHA256SUMS) to --json. Needs only the standard library and torch.
+claims and a check of SHA256SUMS) to --json. Anything after ``--`` goes to harness.py as
+is (e.g. ``-- --build-dir DIR --time-budget 20``). Needs only the standard library and torch.
 
 Exit status: 0 when the harness decided (verdict passed or failed, as the harness itself
 does), 2 when it could not (verdict error: build failure, crash, timeout, bad output).
@@ -53,7 +54,9 @@ def check_files(bundle_dir: Path) -> dict:
     return {"files_intact": not modified, "modified": modified}
 
 
-def harness_command(bundle_dir: Path, claims: dict, device: str, seeds: str, json_path: Path) -> list[str]:
+def harness_command(
+    bundle_dir: Path, claims: dict, device: str, seeds: str, json_path: Path, extra: list[str]
+) -> list[str]:
     kind = claims["kernel"]["kind"]
     command = [
         sys.executable, str(bundle_dir / "harness.py"),
@@ -66,7 +69,7 @@ def harness_command(bundle_dir: Path, claims: dict, device: str, seeds: str, jso
     ]
     if (bundle_dir / "functional.py").exists():
         command += ["--functional", str(bundle_dir / "functional.py")]
-    return command
+    return command + extra
 
 
 def run_harness(command: list[str], bundle_dir: Path, json_path: Path, timeout_s: float, verbose: bool) -> dict:
@@ -134,21 +137,34 @@ def comparison_rows(claimed: dict, result: dict) -> list[tuple[str, str, str]]:
     ]
 
 
+def _flag_line(flag) -> str:
+    if not isinstance(flag, dict):
+        return str(flag)[:500]
+    kind = "blocking" if flag.get("blocking") else "advisory"
+    evidence = flag.get("evidence")
+    evidence_text = evidence if isinstance(evidence, str) else json.dumps(evidence, sort_keys=True, default=str)
+    return f"[{kind}] {flag.get('name')}: {evidence_text[:500]}"
+
+
 def print_report(claims: dict, result: dict, device: str, json_path: Path, files: dict) -> None:
     claimed = claims.get("claimed") or {}
     versions = result.get("versions") or {}
     print(f"Verdict: {str(result.get('verdict')).upper()}  (device: {device})")
     if result.get("error"):
         print(f"Error: {result['error']}")
+        if result.get("log"):
+            print("Last lines of the harness log:\n" + "\n".join(str(result["log"]).splitlines()[-30:]))
     if files.get("files_intact") is False:
         print(f"Warning: files differ from SHA256SUMS: {', '.join(files['modified'])}")
-    flags = result.get("flags") or []
-    print(f"Flags: {len(flags)}" + ("" if flags else " (none)"))
-    for flag in flags:
-        kind = "blocking" if flag.get("blocking") else "advisory"
-        evidence = flag.get("evidence")
-        evidence_text = evidence if isinstance(evidence, str) else json.dumps(evidence, sort_keys=True, default=str)
-        print(f"  [{kind}] {flag.get('name')}: {evidence_text[:500]}")
+    trials = [trial for trial in result.get("trials") or [] if isinstance(trial, dict)]
+    failed_trials = [trial for trial in trials if trial.get("passed") is False]
+    print(f"Trials: {len(trials)} run, {len(failed_trials)} failed")
+    for trial in failed_trials:
+        print(f"  seed {trial.get('seed')}: {str(trial.get('reason') or 'no reason given')[:500]}")
+    for title, flags in (("Flags", result.get("flags") or []), ("Task flags", result.get("task_flags") or [])):
+        print(f"{title}: {len(flags)}" + ("" if flags else " (none)"))
+        for flag in flags:
+            print("  " + _flag_line(flag))
     hardware = claimed.get("hardware") or "unknown hardware"
     here = versions.get("gpu") or versions.get("device") or device
     print()
@@ -170,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default=DEFAULT_SEEDS, help=f"comma-separated seeds (default {DEFAULT_SEEDS})")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds before the harness is stopped")
     parser.add_argument("--verbose", action="store_true", help="show the harness's own output")
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    harness_extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
 
     claims = json.loads((HERE / "claims.json").read_text(encoding="utf-8"))
     device = pick_device(args.device)
@@ -179,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     json_path.unlink(missing_ok=True)  # never report a stale result from an earlier run
     files = check_files(HERE)
     print(f"Running the harness on {device} (building the kernel can take a few minutes)...", flush=True)
-    command = harness_command(HERE, claims, device, args.seeds, json_path)
+    command = harness_command(HERE, claims, device, args.seeds, json_path, harness_extra)
     result = run_harness(command, HERE, json_path, args.timeout, args.verbose)
     result["claims"] = claims
     result["bundle"] = files

@@ -241,7 +241,8 @@ STUB_HARNESS = textwrap.dedent(
     """
     import argparse, json, sys
     parser = argparse.ArgumentParser()
-    for option in ("--reference", "--candidate", "--functional", "--kind", "--device", "--seeds", "--json"):
+    for option in ("--reference", "--candidate", "--functional", "--kind", "--device", "--seeds", "--json",
+                   "--time-budget"):
         parser.add_argument(option)
     args = parser.parse_args()
     result = {
@@ -265,7 +266,7 @@ def test_verify_script_drives_the_harness_cli_contract(tmp_path):
     stub_dir.mkdir()
     (stub_dir / "harness.py").write_text(STUB_HARNESS)
     bundle = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=stub_dir)
-    completed, result = run_verify(bundle, tmp_path / "run", "--seeds", "4,5")
+    completed, result = run_verify(bundle, tmp_path / "run", "--seeds", "4,5", "--", "--time-budget", "7")
     assert completed.returncode == 0, completed.stdout + completed.stderr
     argv = result["flags"][0]["evidence"]["argv"]
     options = dict(zip(argv[::2], argv[1::2]))
@@ -273,6 +274,7 @@ def test_verify_script_drives_the_harness_cli_contract(tmp_path):
     assert Path(options["--candidate"]).name == "kernel.cu"
     assert Path(options["--functional"]).name == "functional.py"
     assert (options["--kind"], options["--device"], options["--seeds"]) == ("cuda_forward", "cpu", "4,5")
+    assert options["--time-budget"] == "7"  # passed through after "--"
     assert result["verdict"] == "passed" and result["bundle"]["files_intact"] is True
     assert result["claims"]["claimed"]["speedup_native"] == 2.0
     assert "Verdict: PASSED" in completed.stdout
@@ -313,4 +315,5 @@ def test_downloaded_bundle_runs_in_a_fresh_directory_on_cpu(tmp_path):
     completed, result = run_verify(broken, tmp_path / "broken")
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert result["verdict"] == "failed", json.dumps(result, indent=1)[:4000]
+    assert any(trial["passed"] is False for trial in result["trials"])
     assert "Verdict: FAILED" in completed.stdout
