@@ -5,7 +5,7 @@ The original AI CUDA Engineer Archive site linked to its leaderboard with `level
 links keep working (see docs/pages.md).
 """
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .techniques import TECHNIQUES
 
@@ -51,8 +51,6 @@ class LeaderboardQuery:
     show_kernels: bool = False
     page: int = 1
     page_size: int = 50
-    # Everything set, as GET parameters, to rebuild links (pagination, sort headers).
-    as_params: dict = field(default_factory=dict, compare=False)
 
 
 def parse_leaderboard_query(params, *, default_page_size: int = 50) -> LeaderboardQuery:
@@ -70,13 +68,7 @@ def parse_leaderboard_query(params, *, default_page_size: int = 50) -> Leaderboa
         "page": _positive_int(params, "page", 1),
         "page_size": min(_positive_int(params, "page_size", default_page_size), MAX_PAGE_SIZE),
     }
-    as_params = {
-        key: ("1" if value is True else str(value))
-        for key, value in values.items()
-        if key != "page" and value not in (None, False, "") and not (key == "sort" and value == DEFAULT_SORT)
-        and not (key == "page_size" and value == default_page_size)
-    }
-    return LeaderboardQuery(**values, as_params=as_params)
+    return LeaderboardQuery(**values)
 
 
 def _level(raw: str) -> int | None:

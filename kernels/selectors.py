@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce, Floor, Ln
 from django.shortcuts import get_object_or_404
 
 from .filters import LeaderboardQuery
-from .models import Kernel, Profile, Task, Verification
+from .models import Kernel, Task, Verification
 
 FAST_P_THRESHOLDS = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 # Verification.flags is a JSON list of {name, blocking, evidence}. No portable ORM lookup
@@ -27,6 +27,10 @@ KERNEL_LIST_FIELDS = (
     "claimed_speedup_native", "claimed_speedup_compile", "claimed_correct", "claimed_max_diff",
     "task__id", "task__level", "task__task_number", "task__op_name",
 )
+SORT_METRIC_FIELDS = {
+    "speedup_native": "claimed_speedup_native", "speedup_compile": "claimed_speedup_compile",
+    "runtime": "claimed_runtime_ms",
+}
 # Highest speedups first, fastest runtime first; ties broken by id so pages are stable.
 LIST_ORDER = {
     "speedup_native": (F("claimed_speedup_native").desc(nulls_last=True), "id"),
@@ -100,8 +104,7 @@ def best_kernel_ids(query: LeaderboardQuery) -> list[int]:
     to their best kernel of any kind (COALESCE evaluates the fallback lazily)."""
     metric = "speedup_native" if query.sort == "task" else query.sort
     matching = _filter_kernels(Kernel.objects.filter(task=OuterRef("pk")), query, with_task_filters=False)
-    metric_field = LIST_ORDER[metric][0].expression.name
-    best_correct = matching.filter(claimed_correct=True, **{f"{metric_field}__isnull": False})
+    best_correct = matching.filter(claimed_correct=True, **{f"{SORT_METRIC_FIELDS[metric]}__isnull": False})
     best = Subquery(best_correct.order_by(*LIST_ORDER[metric]).values("id")[:1])
     if not query.correct_only:
         best_any = Subquery(matching.order_by("-claimed_correct", *LIST_ORDER[metric]).values("id")[:1])
@@ -122,6 +125,10 @@ def hardware_names() -> list[str]:
 
 def _distinct_hardware() -> list[str]:
     return list(Kernel.objects.exclude(hardware="").order_by("hardware").values_list("hardware", flat=True).distinct())
+
+
+def task_levels() -> list[int]:
+    return list(Task.objects.order_by("level").values_list("level", flat=True).distinct())
 
 
 def tasks_with_counts():
@@ -173,10 +180,6 @@ def best_kernel_of_task(task_id: int) -> Kernel | None:
 
 def kernel_verifications(kernel_id: int):
     return Verification.objects.filter(kernel_id=kernel_id).order_by("-created_at", "-id")
-
-
-def kernel_profiles(kernel_id: int):
-    return Profile.objects.filter(kernel_id=kernel_id).order_by("kind", "origin")
 
 
 def top_kernels(limit: int = 10):

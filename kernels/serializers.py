@@ -1,4 +1,5 @@
 """JSON shapes of the API. List serializers read only what the list selectors load (no code)."""
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -37,7 +38,7 @@ class KernelListSerializer(serializers.ModelSerializer):
                   "techniques", "claimed", "verified", "remeasured_speedup_eager"]
 
     def get_url(self, kernel) -> str:
-        return f"/kernels/{kernel.id}/"
+        return reverse("kernel_detail", args=[kernel.id])
 
 
 class ProfileSerializer(serializers.ModelSerializer):
@@ -55,7 +56,7 @@ class KernelDetailSerializer(KernelListSerializer):
                                                      "source_url", "profiles"]
 
     def get_source_url(self, kernel) -> str:
-        return f"/kernels/{kernel.id}/source/"
+        return reverse("kernel_source", args=[kernel.id])
 
 
 class TaskSerializer(serializers.ModelSerializer):
@@ -71,7 +72,7 @@ class TaskSerializer(serializers.ModelSerializer):
                   "flags"]
 
     def get_url(self, task) -> str:
-        return f"/tasks/{task.level}/{task.task_number}/"
+        return reverse("task_detail", args=[task.level, task.task_number])
 
 
 class TaskDetailSerializer(serializers.ModelSerializer):

@@ -35,7 +35,7 @@ def leaderboard(request):
     page = Paginator(selectors.leaderboard_kernels(query), query.page_size).get_page(query.page)
     return render(request, "kernels/leaderboard.html", {
         "query": query, "page": page, "sorts": SORTS, "techniques": TECHNIQUES,
-        "hardware_names": selectors.hardware_names(), "rank_offset": page.start_index() - 1,
+        "levels": selectors.task_levels(), "hardware_names": selectors.hardware_names(), "rank_offset": page.start_index() - 1,
         "export_links": download_links(request.GET),
     })
 
