@@ -1,4 +1,5 @@
 """Reads for search pages and the API: semantic search, related kernels, the map's points."""
+import hashlib
 from dataclasses import asdict, dataclass, field
 
 from django.db.models import OuterRef, Subquery
@@ -7,7 +8,7 @@ from kernels.models import Kernel, Verification
 from kernels.techniques import TECHNIQUES, decode_tags, label
 
 from . import storage
-from .embedding import MODEL_NAME, embed_texts, query_text, vectors_from_bytes
+from .embedding import MODEL_NAME, embed_texts, looks_like_code, query_text, vectors_from_bytes
 from .index import IndexUnavailable
 from .models import KernelEmbedding, MapPoint
 
@@ -89,17 +90,29 @@ def _fold_duplicates(scored, kernels, limit, exclude_sha=None) -> list[KernelHit
     return list(hits.values())
 
 
-def _nearest(vector, limit, filters, exclude_sha=None) -> list[KernelHit]:
+def _nearest(vector, limit, filters, exclude_sha=None, pinned=()) -> list[KernelHit]:
+    """`pinned` ids (exact copies of pasted code) come first, with similarity 1."""
     reader = storage.index_reader()
     total = reader.size()
     fetch = min(total, max(limit * 5, 50))
     while True:
-        scored = reader.search(vector, fetch)[0]
+        scored = [(kernel_id, 1.0) for kernel_id in pinned]
+        scored += [pair for pair in reader.search(vector, fetch)[0] if pair[0] not in pinned]
         kernels = _kernels_for([kernel_id for kernel_id, _ in scored], **filters)
         hits = _fold_duplicates(scored, kernels, limit, exclude_sha)
         if len(hits) >= limit or fetch >= min(total, MAX_CANDIDATES):
             return hits
         fetch = min(fetch * 4, total, MAX_CANDIDATES)
+
+
+def _kernels_with_code(query: str) -> list[int]:
+    """Kernels whose code is exactly the pasted text (as pasted, trimmed, or with Unix newlines):
+    the embedding sees only the code's start, so an exact copy is found by its hash instead."""
+    if not looks_like_code(query):
+        return []
+    variants = {query, query.strip(), query.replace("\r\n", "\n"), query.replace("\r\n", "\n").strip()}
+    hashes = {hashlib.sha256(text.encode("utf-8")).hexdigest() for text in variants}
+    return list(Kernel.objects.filter(code_sha256__in=hashes).order_by("id").values_list("id", flat=True)[:50])
 
 
 def _rebuilding() -> SearchResults:
@@ -117,7 +130,8 @@ def search_kernels(*, query: str, level: int | None = None, correct_only: bool =
         return SearchResults(hits=[], state=IndexState.READY)
     vector = embed_texts([query_text(query)])
     try:
-        hits = _nearest(vector, limit, {"level": level, "correct_only": correct_only, "technique": technique})
+        hits = _nearest(vector, limit, {"level": level, "correct_only": correct_only, "technique": technique},
+                        pinned=_kernels_with_code(query))
     except IndexUnavailable:
         return _rebuilding()
     return SearchResults(hits=hits, state=IndexState.READY)

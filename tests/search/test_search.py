@@ -1,0 +1,121 @@
+"""Semantic search, related kernels and the jobs that keep the index current, on the sample."""
+from collections import Counter
+
+import pytest
+from django.template.loader import render_to_string
+
+from kernels.models import Kernel, Task
+from kernels.techniques import detect_techniques, encode_tags
+from search import selectors, services, storage
+from search.models import KernelEmbedding
+
+pytestmark = pytest.mark.django_db
+
+
+def task_of(hit):
+    return (hit.level, hit.task_number)
+
+
+def test_square_matrix_multiplication_ranks_level_1_task_1_first(indexed_sample):
+    results = selectors.search_kernels(query="square matrix multiplication", limit=10)
+    assert results.state == "ready"
+    assert [task_of(hit) for hit in results.hits] == [(1, 1)] * 10
+    assert results.hits[0].similarity > results.hits[-1].similarity > 0
+
+
+def test_filters_level_correctness_and_technique(indexed_sample):
+    level_2 = selectors.search_kernels(query="matrix multiplication", level=2, limit=10).hits
+    assert level_2 and all(hit.level == 2 for hit in level_2)
+    correct = selectors.search_kernels(query="convolution relu", correct_only=True, limit=100).hits
+    assert correct and all(hit.correct for hit in correct)
+    assert len(correct) == Kernel.objects.filter(claimed_correct=True).count()  # widened until enough pass
+    shuffles = selectors.search_kernels(query="reduction", technique="warp_shuffle", limit=50).hits
+    assert shuffles and all("warp_shuffle" in hit.techniques for hit in shuffles)
+    assert "warp shuffles" in shuffles[0].technique_labels
+
+
+def test_pasted_code_finds_its_kernel(indexed_sample):
+    kernel = Kernel.objects.filter(task__level=3).order_by("id")[5]
+    hit = selectors.search_kernels(query=kernel.code, limit=3).hits[0]
+    assert hit.kernel_id == kernel.id and hit.similarity > 0.95
+
+
+def test_related_kernels_are_mostly_from_the_same_task(indexed_sample):
+    for task in Task.objects.all():
+        kernel = task.kernels.order_by("id").first()
+        related = selectors.related_kernels(kernel.id, k=10)
+        assert len(related) == 10 and kernel.id not in {hit.kernel_id for hit in related}
+        same_task = sum(task_of(hit) == (task.level, task.task_number) for hit in related)
+        assert same_task >= 8, (task, Counter(task_of(hit) for hit in related))
+
+
+def test_exact_duplicates_are_folded(indexed_sample, embed_once):
+    original = Kernel.objects.filter(task__level=1).order_by("id").first()
+    other_task = Task.objects.create(level=1, task_number=99, op_name="99_Square_matrix_multiplication_copy",
+                                     reference_code="")
+    copy = Kernel.objects.create(task=other_task, name=original.name, kind=original.kind, code=original.code,
+                                 code_sha256=original.code_sha256, source_archive="copies",
+                                 technique_tags=original.technique_tags)
+    services.search_index_add(kernel_ids=[copy.id])
+    # The copy is neither related to its original nor listed beside it.
+    assert copy.id not in {hit.kernel_id for hit in selectors.related_kernels(original.id)}
+    neighbour = selectors.related_kernels(original.id)[0].kernel_id
+    rows = selectors.related_kernels(neighbour, k=10)
+    folded = [hit for hit in rows if hit.kernel_id in (original.id, copy.id)]
+    assert len(folded) == 1 and folded[0].duplicates_folded == 1
+
+
+def test_embeddings_are_skipped_when_text_is_unchanged(indexed_sample):
+    summary = services.kernel_embeddings_update()
+    assert (summary.kernels, summary.embedded, summary.unchanged) == (102, 0, 102)
+    kernel = Kernel.objects.order_by("id").first()
+    kernel.name = "renamed_kernel"
+    kernel.save()
+    assert services.kernel_embeddings_update().embedded == 1
+
+
+def test_import_queues_an_incremental_update_after_commit(indexed_sample, huey_immediate,
+                                                          django_capture_on_commit_callbacks):
+    task = Task.objects.get(level=1, task_number=1)
+    code = "__global__ void transpose_kernel(float* a) { __shared__ float tile[32][33]; }"
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        kernel = Kernel.objects.create(task=task, name="transpose_new", kind="cuda_forward", code=code,
+                                       code_sha256="f" * 64, source_archive="new",
+                                       technique_tags=encode_tags(detect_techniques(code)))
+        services.queue_index_update([kernel.id])
+        assert storage.index_reader().size() == 102  # nothing happens before the commit
+    assert len(callbacks) == 1
+    callbacks[0]()
+    assert storage.index_reader().size() == 103
+    assert KernelEmbedding.objects.filter(kernel=kernel).exists()
+    assert selectors.search_kernels(query=code, limit=1).hits[0].kernel_id == kernel.id
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_a_missing_or_corrupt_index_says_rebuilding_and_queues_one_rebuild(sample_archive, embed_once, monkeypatch,
+                                                                           damage):
+    services.search_index_rebuild()
+    if damage == "missing":
+        storage.index_path().unlink()
+    else:
+        storage.index_path().write_bytes(b"\0" * 100)
+    queued = []
+    monkeypatch.setattr("search.tasks.rebuild_index", lambda: queued.append(1))
+    results = selectors.search_kernels(query="matrix multiplication")
+    assert results.state == "rebuilding" and "rebuilt" in results.message and not results.hits
+    assert selectors.search_kernels(query="conv").state == "rebuilding"
+    assert queued == [1]  # one request queues the rebuild; the next ones see it pending
+    assert selectors.related_kernels(Kernel.objects.first().id) == []
+
+
+def test_the_queued_rebuild_brings_search_back(sample_archive, embed_once, huey_immediate):
+    assert selectors.search_kernels(query="matrix multiplication").state == "rebuilding"
+    assert selectors.search_kernels(query="matrix multiplication").state == "ready"
+    assert not storage.rebuild_requested_recently()
+
+
+def test_related_include_renders_the_rows(indexed_sample):
+    kernel = Kernel.objects.filter(task__level=2).first()
+    html = render_to_string("search/_related.html", {"related": selectors.related_kernels(kernel.id)})
+    assert html.count("data-kernel-id=") == 10 and "Related kernels" in html and "/kernels/" in html
+    assert "No related kernels yet" in render_to_string("search/_related.html", {"related": []})
