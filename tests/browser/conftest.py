@@ -7,10 +7,6 @@ from urllib.parse import urlparse
 
 import pytest
 
-# Playwright's sync API keeps an event loop on the test's thread; the ORM calls the tests
-# make to set up data are synchronous and safe there.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -18,16 +14,28 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 LOCAL_HOSTS = {"localhost", "127.0.0.1"}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    """One browser per module: playwright's sync API keeps an event loop on this thread
+    until it stops, and other modules start their own."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is missing: run `bash scripts/install_chromium.sh` (make browser)")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
+    # While that loop runs, Django refuses ORM calls on this thread unless told they are
+    # safe; the tests' own data set-up is synchronous and is.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 class WatchedPage:
