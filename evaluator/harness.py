@@ -133,6 +133,7 @@ def _run(doc, ctx, reference_src, candidate_src, kind, functional_src, device, t
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         doc["checks"]["reference_precision"] = "fp32 (TF32 disabled for matmul and cuDNN)"
+    ctx.settle_s = 0.05 if device == "cuda" else 0.1  # host threads get this long to show late writes
     ctx.poisoner = memory.Poisoner(device, ctx.log)
     if device == "cpu":
         doc["checks"]["allocator"] = ctx.poisoner.setup_cpu(build_dir)

@@ -44,7 +44,7 @@ PATTERNS = [
                                r"cudaLaunchHostFunc"],
      "work issued on a stream other than the caller's current stream"),
     ("threads_in_source", [r"std::thread", r"std::async", r"pthread_create", r"\.detach\s*\(\s*\)",
-                           r"\bthreading\.", r"concurrent\.futures", r"\bmultiprocessing\b", r"\b_thread\b"],
+                           r"\bthreading\b", r"concurrent\.futures", r"\bmultiprocessing\b", r"\b_thread\b"],
      "host threads: work may still run after forward returns"),
     ("static_cache_in_source", [r"\bstatic\s+(?:const\s+)?(?:torch|at)::Tensor\b",
                                 r"\bstatic\s+std::(?:unordered_)?map\b", r"\bstatic\s+std::vector\s*<\s*(?:torch|at)",

@@ -1,0 +1,300 @@
+"""GPU campaign: run the cheat suite (and, later, more work) through the real harness.
+
+    python -m evaluator.gpu_campaign --out DIR [--device cuda|cpu] [--jobs 14] [--only a,b]
+        [--build-dir DIR] [--timeout 900] [--per-doc]
+        [--archive ROWS.jsonl --functional-dir DIR [--limit N]]
+        [--timing-quality NAME [--processes 5]]
+
+Phase A runs every selected entry with ``--no-timing`` in parallel (``--jobs`` sandboxed
+harness processes, each building its own extension with ninja; MAX_JOBS split between
+them), phase B re-runs the entries marked ``timing`` one at a time so their timings are
+not disturbed by other processes, now with cached builds.  Everything lands in DIR:
+``cheat_suite_results.json`` (every harness document, logs trimmed), ``summary.json`` and
+``summary.md``.  The archive and timing-quality modes are the hooks for later phases:
+re-verifying archive rows given functional forms, and the spread of medians across
+separate processes beside KernelBench's own way of timing (mean of 100 event-timed calls
+after 3 warm-ups).  No Django imports.
+"""
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SUITE = os.path.join(HERE, "cheat_suite")
+sys.path.insert(0, HERE)
+import sandbox  # noqa: E402  (sibling module; works as script and as -m)
+
+
+def load_manifest():
+    with open(os.path.join(SUITE, "manifest.json")) as fh:
+        return json.load(fh)["entries"]
+
+
+def entry_paths(entry):
+    task = os.path.join(SUITE, "tasks", entry["task"] + ".py")
+    cand = os.path.join(SUITE, "candidates", entry["file"])
+    fn = os.path.join(SUITE, "tasks", entry["functional"] + ".py") if entry.get("functional") else None
+    return task, cand, fn
+
+
+def harness_argv(ref, cand, kind, device, build_dir, functional=None, timing=False, extra=()):
+    argv = [sys.executable, "-m", "evaluator.harness", "--reference", ref, "--candidate", cand, "--kind", kind,
+            "--device", device, "--build-dir", build_dir]
+    if functional:
+        argv += ["--functional", functional]
+    if not timing:
+        argv.append("--no-timing")
+    return argv + list(extra)
+
+
+def run_one(argv, timeout, env):
+    return sandbox.run_harness_isolated(argv, cwd=ROOT, timeout_s=timeout, memory_limit_bytes=None, env=env)
+
+
+def judge(entry, doc):
+    """Was the cheat caught with the expected flag(s) / did the honest kernel pass cleanly?"""
+    names = {f["name"] for f in doc.get("flags", [])}
+    blocking = sorted({f["name"] for f in doc.get("flags", []) if f.get("blocking")})
+    want_all = entry.get("expect", [])
+    want_any = entry.get("expect_any", [])
+    missing = [n for n in want_all if n not in names]
+    any_ok = not want_any or any(n in names for n in want_any)
+    if entry.get("honest"):
+        ok = doc.get("verdict") == "passed" and not blocking and not missing
+    else:
+        ok = doc.get("verdict") == "failed" and not missing and any_ok
+    return {"ok": ok, "verdict": doc.get("verdict"), "blocking": blocking,
+            "advisory": sorted(names - set(blocking)), "missing": missing,
+            "expect_any_met": any_ok, "error": doc.get("error")}
+
+
+def trim(doc, limit=3000):
+    doc = dict(doc)
+    doc["log"] = (doc.get("log") or "")[-limit:]
+    return doc
+
+
+def run_suite(args, env):
+    entries = [e for e in load_manifest() if args.device in e["devices"]]
+    if args.only:
+        wanted = set(args.only.split(","))
+        entries = [e for e in entries if e["name"] in wanted]
+    docs, phase = {}, {}
+    t0 = time.time()
+
+    def task(entry, timing):
+        ref, cand, fn = entry_paths(entry)
+        argv = harness_argv(ref, cand, entry["kind"], args.device, args.build_dir, fn, timing,
+                            ["--time-budget", str(args.time_budget)] + (["--no-compile"] if args.no_compile else []))
+        started = time.time()
+        doc = run_one(argv, args.timeout, env)
+        print("[%6.1fs] %-32s %-8s %s (%.1fs)" % (time.time() - t0, entry["name"], "timed" if timing else "checked",
+                                                   doc.get("verdict"), time.time() - started), flush=True)
+        return entry["name"], doc
+
+    with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for name, doc in pool.map(lambda e: task(e, False), entries):
+            docs[name], phase[name] = doc, "A"
+    for entry in entries:
+        if entry.get("timing") and docs[entry["name"]].get("verdict") != "error":
+            name, doc = task(entry, True)
+            docs[name], phase[name] = doc, "B"
+    summary = []
+    for entry in entries:
+        doc = docs[entry["name"]]
+        row = {"name": entry["name"], "row": entry["row"], "task": entry["task"], "kind": entry["kind"],
+               "honest": bool(entry.get("honest")), "expect": entry.get("expect", []),
+               "expect_any": entry.get("expect_any", []), "phase": phase[entry["name"]]}
+        row.update(judge(entry, doc))
+        t = doc.get("timings") or {}
+        if isinstance(t.get("candidate"), dict) and "median_ms" in t["candidate"]:
+            row["candidate_ms"] = t["candidate"]["median_ms"]
+            row["eager_ms"] = (t.get("eager") or {}).get("median_ms")
+            row["compile_ms"] = (t.get("compile") or {}).get("median_ms")
+            row["speedup"] = doc.get("speedup")
+        summary.append(row)
+    result = {"device": args.device, "versions": next((d.get("versions") for d in docs.values()
+                                                        if d.get("versions", {}).get("torch")), {}),
+              "wall_s": round(time.time() - t0, 1), "summary": summary,
+              "documents": {k: trim(v) for k, v in docs.items()}}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "cheat_suite_results.json"), "w") as fh:
+        json.dump(result, fh, indent=1, default=str)
+    if args.per_doc:
+        os.makedirs(os.path.join(args.out, "docs"), exist_ok=True)
+        for k, v in docs.items():
+            with open(os.path.join(args.out, "docs", k + ".json"), "w") as fh:
+                json.dump(v, fh, indent=1, default=str)
+    with open(os.path.join(args.out, "summary.json"), "w") as fh:
+        json.dump({k: result[k] for k in ("device", "versions", "wall_s", "summary")}, fh, indent=1)
+    with open(os.path.join(args.out, "summary.md"), "w") as fh:
+        fh.write(markdown_table(summary))
+    ok = sum(r["ok"] for r in summary)
+    print("%d/%d entries behaved as expected in %.0f s" % (ok, len(summary), time.time() - t0), flush=True)
+    return result
+
+
+def markdown_table(summary):
+    lines = ["| entry | row | verdict | blocking flags | expected | ok | candidate ms | vs eager | vs compile |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in summary:
+        sp = r.get("speedup") or {}
+        fmt = (lambda v: "%.3g" % v if isinstance(v, (int, float)) else "")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["name"], r["row"], r["verdict"], ", ".join(r["blocking"]) or "-",
+            ", ".join(r["expect"] + (["any of " + "/".join(r["expect_any"])] if r["expect_any"] else [])) or "-",
+            "yes" if r["ok"] else "NO", fmt(r.get("candidate_ms")), fmt(sp.get("vs_eager")),
+            fmt(sp.get("vs_compile"))))
+    return "\n".join(lines) + "\n"
+
+
+def run_archive(args, env):
+    """Later phase: re-verify archive rows (AI CUDA Engineer schema) given functional forms."""
+    rows = []
+    with open(args.archive) as fh:
+        for line in fh:
+            if line.strip():
+                rows.append(json.loads(line))
+    rows = rows[: args.limit] if args.limit else rows
+    work = os.path.join(args.out, "archive_inputs")
+    os.makedirs(work, exist_ok=True)
+
+    def one(i_row):
+        i, row = i_row
+        base = os.path.join(work, "row%05d" % i)
+        ref, cand = base + "_ref.py", base + "_kernel.cu"
+        with open(ref, "w") as fh:
+            fh.write(row["PyTorch_Code_Module"])
+        with open(cand, "w") as fh:
+            fh.write(row["CUDA_Code"])
+        fn = None
+        if row.get("PyTorch_Code_Functional"):
+            fn = base + "_functional.py"
+            with open(fn, "w") as fh:
+                fh.write(row["PyTorch_Code_Functional"])
+        elif args.functional_dir:
+            guess = os.path.join(args.functional_dir, "level%s_task%s.py" % (row["Level_ID"], row["Task_ID"]))
+            fn = guess if os.path.exists(guess) else None
+        doc = run_one(harness_argv(ref, cand, "cuda_forward", args.device, args.build_dir, fn, not args.no_timing),
+                      args.timeout, env)
+        claimed = {k: row.get(k) for k in ("CUDA_Runtime", "PyTorch_Native_Runtime", "PyTorch_Compile_Runtime",
+                                            "CUDA_Speedup_Native", "CUDA_Speedup_Compile", "Correct", "Max_Diff")}
+        print("row %d %s: %s" % (i, row.get("Kernel_Name"), doc.get("verdict")), flush=True)
+        return {"index": i, "level": row.get("Level_ID"), "task": row.get("Task_ID"), "op": row.get("Op_Name"),
+                "kernel": row.get("Kernel_Name"), "claimed": claimed, "document": trim(doc, 1500)}
+
+    with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(one, enumerate(rows)))
+    with open(os.path.join(args.out, "archive_results.json"), "w") as fh:
+        json.dump(results, fh, indent=1, default=str)
+    return results
+
+
+KB_STYLE = r"""
+import json, sys, torch
+sys.path.insert(0, {here!r})
+import harness_build as build, harness_inputs as inp
+ref_src, cand_src, kind, fn_src, build_dir = {args!r}
+ref = build.module_from_source(ref_src, "reference", build_dir)
+inp.seed_everything(42)
+init = inp.make_init_inputs(ref)
+inputs = inp.make_inputs(ref, 42, "cuda")
+if kind == "cuda_forward":
+    ext, _ = build.build_cuda_forward(cand_src, "cuda", build_dir, [])
+    if fn_src:
+        fmod = build.module_from_source(fn_src, "functional", build_dir)
+        inp.seed_everything(42); fmodel = fmod.Model(*init).cuda()
+        call = lambda: fmodel(*inputs, fn=ext.forward)
+    else:
+        call = lambda: ext.forward(*inputs)
+else:
+    cmod = build.module_from_source(cand_src, "candidate", build_dir)
+    inp.seed_everything(42); model = cmod.ModelNew(*init).cuda()
+    call = lambda: model(*inputs)
+with torch.no_grad():
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(100):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); call(); e.record(); torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+print(json.dumps({{"mean_ms": sum(times) / len(times), "min_ms": min(times), "max_ms": max(times)}}))
+"""
+
+
+def run_timing_quality(args, env):
+    """Later phase: one kernel timed in N separate processes, and the KernelBench way."""
+    entry = next(e for e in load_manifest() if e["name"] == args.timing_quality)
+    ref, cand, fn = entry_paths(entry)
+    medians, kb = [], []
+    for _ in range(args.processes):
+        doc = run_one(harness_argv(ref, cand, entry["kind"], args.device, args.build_dir, fn, True,
+                                   ["--no-compile", "--time-budget", str(args.time_budget)]), args.timeout, env)
+        medians.append(((doc.get("timings") or {}).get("candidate") or {}).get("median_ms"))
+        srcs = [open(p).read() if p else None for p in (ref, cand)] + [entry["kind"],
+                                                                      open(fn).read() if fn else None,
+                                                                      args.build_dir]
+        script = KB_STYLE.format(here=HERE, args=tuple(srcs))
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                             timeout=args.timeout)
+        try:
+            kb.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        except (ValueError, IndexError):
+            kb.append({"error": out.stderr[-500:]})
+    good = [m for m in medians if m]
+    means = [k["mean_ms"] for k in kb if "mean_ms" in k]
+    res = {"entry": entry["name"], "harness_medians_ms": medians, "kernelbench_means_ms": means,
+           "harness_spread": (max(good) - min(good)) / statistics.median(good) if good else None,
+           "kernelbench_spread": (max(means) - min(means)) / statistics.median(means) if means else None,
+           "kernelbench_runs": kb}
+    with open(os.path.join(args.out, "timing_quality.json"), "w") as fh:
+        json.dump(res, fh, indent=1)
+    print(json.dumps(res, indent=1))
+    return res
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--jobs", type=int, default=14)
+    p.add_argument("--only")
+    p.add_argument("--build-dir", default=None)
+    p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--time-budget", type=float, default=5.0)
+    p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--no-timing", action="store_true")
+    p.add_argument("--per-doc", action="store_true")
+    p.add_argument("--archive")
+    p.add_argument("--functional-dir")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--timing-quality")
+    p.add_argument("--processes", type=int, default=5)
+    args = p.parse_args(argv)
+    args.out = os.path.abspath(args.out)
+    args.build_dir = os.path.abspath(args.build_dir or os.path.join(args.out, "..", "kb_builds"))
+    os.makedirs(args.out, exist_ok=True)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONUNBUFFERED"] = "1"
+    # Split the cores between concurrent builds: ninja in each harness gets a share.
+    env.setdefault("MAX_JOBS", str(max(1, (os.cpu_count() or 2) // max(1, args.jobs))))
+    if args.archive:
+        run_archive(args, env)
+    elif args.timing_quality:
+        run_timing_quality(args, env)
+    else:
+        run_suite(args, env)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""Unit tests of the harness's pure checks: error metrics, output structure, weak-task
+statistics, identity snapshots, the dispatcher op recorder and the static scan."""
+import time
+
+import pytest
+import torch
+
+from evaluator import harness_checks as checks
+from evaluator import harness_guard as guard
+from evaluator import harness_inputs as inp
+from evaluator import harness_static as static
+
+TOL = {"abs": 1e-2, "rel": 1e-3}
+
+
+def test_compare_exact_and_small_errors_pass():
+    ref = torch.randn(64, 64)
+    assert checks.compare([ref.clone()], [ref], TOL)["passed"]
+    res = checks.compare([ref + 1e-5], [ref], TOL)
+    assert res["passed"] and 0 < res["max_abs_err"] < 2e-5 and res["rel_norm_err"] < 1e-4
+
+
+def test_compare_rel_norm_catches_zeros_on_near_zero_output():
+    ref = torch.randn(128, 128) * 1e-3  # every |y| << 1e-2: an abs tolerance accepts zeros
+    res = checks.compare([torch.zeros_like(ref)], [ref], TOL)
+    assert res["max_abs_err"] < 1e-2
+    assert not res["passed"] and res["rel_norm_err"] == pytest.approx(1.0)
+    assert "relative norm" in res["reason"]
+
+
+def test_compare_counts_poison_and_nonfinite():
+    ref = torch.randn(100)
+    bad = ref.clone()
+    bad[:10] = float("nan")
+    res = checks.compare([bad], [ref], TOL)
+    assert not res["passed"] and res["nonfinite_where_ref_finite"] == 10 and res["poisoned"] == 10
+
+
+def test_compare_localised_error_fails_even_when_norm_is_small():
+    ref = torch.randn(1000, 1000)
+    out = ref.clone()
+    out[3, 7] += 0.5
+    res = checks.compare([out], [ref], TOL)
+    assert res["rel_norm_err"] < 1e-3 and not res["passed"] and res["mismatched"] == 1
+
+
+def test_compare_shape_and_count_mismatch():
+    assert not checks.compare([torch.zeros(3)], [torch.zeros(4)], TOL)["passed"]
+    assert not checks.compare([torch.zeros(3), torch.zeros(3)], [torch.zeros(3)], TOL)["passed"]
+
+
+class Sub(torch.Tensor):
+    pass
+
+
+def test_structure_subclass_alias_and_dtype():
+    x = torch.randn(8, 8)
+    ref = torch.relu(x)
+    names = lambda found: {f["name"] for f in found}  # noqa: E731
+    assert names(checks.structure_findings([x.relu()], [ref], [x], "cpu")) == set()
+    assert "output_not_plain_tensor" in names(checks.structure_findings([ref.as_subclass(Sub)], [ref], [x], "cpu"))
+    assert "output_aliases_input" in names(checks.structure_findings([x.view(64)[:64].view(8, 8)], [ref], [x], "cpu"))
+    assert "output_structure_mismatch" in names(checks.structure_findings([ref.double()], [ref], [x], "cpu"))
+    assert "output_overlapping_memory" in names(
+        checks.structure_findings([torch.zeros(1, 8).expand(8, 8)], [ref], [x], "cpu"))
+
+
+def test_task_weakness_thresholds():
+    small = torch.randn(3, 1000, dtype=torch.float64) * 1e-3
+    found = {f["name"] for f in checks.task_weakness(small)}
+    assert found == {"near_zero_output", "input_insensitive"}
+    assert checks.task_weakness(torch.randn(3, 1000, dtype=torch.float64)) == []
+
+
+def test_constant_output_detects_a_candidate_that_ignores_inputs():
+    ref = 0.5 + torch.randn(3, 500, dtype=torch.float64) * 2.5e-4
+    const = torch.full((3, 500), 0.5, dtype=torch.float64)
+    assert checks.constant_output(const, ref)["name"] == "constant_output"
+    assert checks.constant_output(ref.clone(), ref) is None
+
+
+def test_representable_fraction_and_tf32_rounding():
+    x = torch.randn(1000)
+    assert checks.representable_fraction(x.bfloat16().float(), torch.bfloat16) == 1.0
+    assert checks.representable_fraction(x, torch.bfloat16) < 0.1
+    t = checks.round_tf32(x)
+    assert (t.view(torch.int32) & 0x1FFF).eq(0).all() and (t - x).abs().max() < 1e-3 * x.abs().max()
+
+
+def test_guard_snapshot_sees_patches_and_setting_changes():
+    before = guard.snapshot()
+    real = time.perf_counter
+    old_threads = torch.get_num_threads()
+    try:
+        time.perf_counter = lambda: 0.0
+        torch.set_num_threads(max(1, old_threads + 1))
+        changed = guard.changes(before, guard.snapshot())
+    finally:
+        time.perf_counter = real
+        torch.set_num_threads(old_threads)
+    assert "time.perf_counter" in changed
+    assert any(c.startswith("torch.get_num_threads()") for c in changed)
+    assert guard.changes(before, guard.snapshot()) == []
+
+
+def test_op_recorder_and_library_verdict():
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    with guard.OpRecorder() as ref_rec:
+        torch.matmul(a, b)
+    with guard.OpRecorder() as cand_rec:
+        out = torch.empty(16, 16)
+        out.copy_(a @ b)
+    verdict = guard.library_verdict(ref_rec.counts, cand_rec.counts)
+    assert verdict["heavy"] and verdict["all_reused"] and verdict["key_ops"] == ["mm"]
+    with guard.OpRecorder() as glue_rec:
+        torch.empty(16, 16).zero_()
+    assert not guard.library_verdict(ref_rec.counts, glue_rec.counts)["all_reused"]
+
+
+def test_perturb_rows_keeps_row_multiset():
+    import random
+
+    x = torch.randn(4, 6)
+    before = x.clone()
+    assert inp.perturb_rows([x], random.Random(0)).startswith("swapped")
+    assert not torch.equal(x, before)
+    assert torch.equal(x.sort(dim=1).values, before.sort(dim=1).values)
+
+
+CPP = r'''
+#include <torch/extension.h>
+// at::matmul(a, b) in a comment is not a finding
+static torch::Tensor cache;
+torch::Tensor forward(torch::Tensor a, torch::Tensor b) {
+    try { return at::matmul(a, b); } catch (...) { return a; }
+}
+'''
+
+
+def test_static_scan_cpp_findings_and_comment_stripping():
+    flags, summary = static.scan(CPP, "cuda_forward", "cuda")
+    names = {f["name"]: f for f in flags}
+    assert {"library_ops_in_source", "fallback_path_in_source", "static_cache_in_source",
+            "no_custom_kernel"} <= set(names)
+    assert names["no_custom_kernel"]["blocking"] and not names["library_ops_in_source"]["blocking"]
+    assert all("line 2" not in hit for hit in summary["library_ops"])  # the comment was stripped
+
+
+def test_static_scan_kernel_source_is_not_library_call():
+    src = "__global__ void k(float* x) {}\ntorch::Tensor forward(torch::Tensor x) { auto y = x.sum(); return y; }"
+    names = {f["name"] for f in static.scan(src, "cuda_forward", "cuda")[0]}
+    assert "no_custom_kernel" not in names and "library_ops_in_source" in names
+
+
+def test_static_scan_python_patterns():
+    src = (
+        "import threading, time, torch\n"
+        "# torch.compile( in a comment\n"
+        "time.perf_counter = lambda: 0\n"
+        "s = torch.cuda.Stream()\n"
+        "class ModelNew:\n"
+        "    def forward(self, x):\n"
+        "        return torch.relu(x)\n"
+    )
+    names = {f["name"] for f in static.scan(src, "model_new", "cpu")[0]}
+    assert {"monkeypatch_in_source", "threads_in_source", "side_stream_in_source", "library_ops_in_source",
+            "no_custom_kernel"} <= names
+    assert "torch_compile_in_source" not in names
