@@ -111,3 +111,9 @@ def test_progress_bar_and_summary(tmp_path, sample, capsys):
     captured = capsys.readouterr()
     assert "102/102" in captured.err
     assert "wrote 102 kernels as csv" in captured.out and "level_3: 34" in captured.out
+
+
+def test_a_level_below_one_is_refused(tmp_path, sample):
+    with pytest.raises(CommandError, match="level must be at least 1"):
+        export(tmp_path / "out", "--level", "0")
+    assert not (tmp_path / "out").exists()
