@@ -101,16 +101,21 @@ def run_suite(args, env):
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for name, doc in pool.map(lambda e: task(e, False), entries):
             docs[name], phase[name] = doc, "A"
+    write_results(args, entries, docs, phase, t0)  # a partial record survives a cut-off phase B
     for entry in entries:
         if entry.get("timing") and docs[entry["name"]].get("verdict") != "error":
             name, doc = task(entry, True)
             docs[name], phase[name] = doc, "B"
+    return write_results(args, entries, docs, phase, t0)
+
+
+def write_results(args, entries, docs, phase, t0):
     summary = []
     for entry in entries:
-        doc = docs[entry["name"]]
+        doc = docs.get(entry["name"], {})
         row = {"name": entry["name"], "row": entry["row"], "task": entry["task"], "kind": entry["kind"],
                "honest": bool(entry.get("honest")), "expect": entry.get("expect", []),
-               "expect_any": entry.get("expect_any", []), "phase": phase[entry["name"]]}
+               "expect_any": entry.get("expect_any", []), "phase": phase.get(entry["name"])}
         row.update(judge(entry, doc))
         t = doc.get("timings") or {}
         if isinstance(t.get("candidate"), dict) and "median_ms" in t["candidate"]:

@@ -164,7 +164,7 @@ def _run(doc, ctx, reference_src, candidate_src, kind, functional_src, device, t
     sflags, doc["checks"]["static"] = static.scan(candidate_src, kind, device)
     for f in sflags:
         ctx.add_flag(f)
-    _warm_up(ref_model, ref_mod, device)
+    ctx.size_hints = _warm_up(ref_model, ref_mod, device)
     # Load the candidate with identity snapshots around it.
     before = guard.snapshot(ctx.namespaces)
     ctx.stage("candidate_load")
@@ -218,9 +218,10 @@ def _warm_up(ref_model, ref_mod, device):
     x = torch.ones(1 << 20, device=device)
     (x + 1).sum().item()
     with torch.no_grad():
-        ref_model(*inp.make_inputs(ref_mod, 0, device))
+        out = inp.as_output_list(ref_model(*inp.make_inputs(ref_mod, 0, device)))
     if device == "cuda":
         torch.cuda.synchronize()
+    return [t.numel() * t.element_size() for t in out if isinstance(t, torch.Tensor)]  # poison these sizes
 
 
 def _rounded_reference_factory(ref_model, device):
@@ -259,22 +260,26 @@ def _analyse(doc, ctx):
             ctx.add_flag(checks.flag("uninitialized_output", True,
                                      "%d of %d output elements still held the allocator poison (0xFF bytes) after "
                                      "the call: parts of the output are never written" % (poisoned, total)))
+    ref_stack = checks.stack_samples(ctx.samples_ref)
+    ctx.task_flags.extend(checks.task_weakness(ref_stack))
+    deferred = ctx.has_flag("deferred_write")  # then the output at return says nothing about the work
+    const = None if deferred else checks.constant_output(checks.stack_samples(ctx.samples_cand), ref_stack)
+    if const:
+        ctx.add_flag(const)
     refill = trials_mod.probe_refill(ctx)
     doc["checks"]["refill_probe"] = refill
-    if refill and not refill["vs_new_reference"]["passed"] and (refill["identical_to_previous_output"] or
-                                                                 all(t["passed"] for t in trials)):
+    garbage = ctx.has_flag("stale_memory") or ctx.has_flag("uninitialized_output")
+    if refill and not refill["vs_new_reference"]["passed"] and not const and not deferred and not garbage and \
+            refill["vs_new_reference"]["nonfinite_where_ref_finite"] == 0 and (
+                refill["identical_to_previous_output"] or all(t["passed"] for t in trials)):
         ctx.add_flag(checks.flag("cached_output", True,
                                  "the same input buffers refilled with new values gave %s (%s): the output is "
                                  "cached by input identity/address, not computed from the data"
                                  % ("the previous output again" if refill["identical_to_previous_output"]
                                     else "a wrong output", refill["vs_new_reference"]["reason"])))
-    ref_stack = checks.stack_samples(ctx.samples_ref)
-    ctx.task_flags.extend(checks.task_weakness(ref_stack))
-    const = checks.constant_output(checks.stack_samples(ctx.samples_cand), ref_stack)
-    if const:
-        ctx.add_flag(const)
     for t in trials:
-        if t["ref_norm"] > 0 and t["cand_norm"] < 0.1 * t["ref_norm"]:
+        finite = all(r["nonfinite_where_ref_finite"] == 0 for r in t["runs"].values())
+        if not (deferred or garbage) and finite and t["ref_norm"] > 0 and t["cand_norm"] < 0.1 * t["ref_norm"]:
             ctx.add_flag(checks.flag("output_collapsed_to_zero", True,
                                      "seed %d: ||out|| = %.3g against ||ref|| = %.3g (max abs err %.3g): the output "
                                      "is (near) zero where the reference is not - work skipped on a small-valued "
@@ -288,8 +293,9 @@ def _analyse(doc, ctx):
                                  "the candidate issues the reference's own %s op(s) %s through the library (candidate "
                                  "ops: %s): the measured work is the library's, not a kernel's"
                                  % ("heavy" if ops["heavy"] else "compute", ops["key_ops"], ops["candidate_ops"])))
-    if any(t["rel_norm_err"] > 1e-6 for t in trials) and all(t["runs"]["first"]["nonfinite_where_ref_finite"] == 0
-                                                             for t in trials):
+    # Reduced precision shows as a small but systematic error: close to the reference, not exact.
+    if any(t["rel_norm_err"] > 1e-6 for t in trials) and all(t["rel_norm_err"] < 0.1 for t in trials) and \
+            all(t["runs"]["first"]["nonfinite_where_ref_finite"] == 0 for t in trials):
         prec = trials_mod.precision_probe(ctx)
         doc["checks"]["precision_probe"] = prec
         _precision_flag(ctx, prec, bool(failed))

@@ -183,10 +183,24 @@ class Poisoner:
             self.last_bytes = _poison_cuda(size_hints)
             self.mode = "cuda-caching-allocator"
         elif self.cpu_ext is not None:
+            # Blocks of the sizes the candidate will ask for enter the cache first (fresh
+            # pages read as zeros, not poison), then every cached free block is filled.
+            if self.cpu_ext.stats()[0] > (4 << 30):  # keep the emulated cache bounded
+                self.cpu_ext.trim()
+            held = [torch.empty(int(s), dtype=torch.uint8) for s in size_hints for _ in range(2) if s]
+            del held
             self.last_bytes = int(self.cpu_ext.poison(POISON_BYTE))
         else:
             self.last_bytes = _poison_best_effort(size_hints)
         return self.last_bytes
+
+    def release_cache(self):
+        """Hand cached free blocks back, so the next free block of a size is the one freed next."""
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        elif self.cpu_ext is not None:
+            self.cpu_ext.trim()
 
     def stats(self):
         if self.cpu_ext is not None:

@@ -116,7 +116,7 @@ class L2Flusher:
             self.buf.zero_()
 
 
-def time_interleaved(impls, input_sets, device, budget_s=10.0, min_n=10, max_n=2000, rse_target=0.01,
+def time_interleaved(impls, input_sets, device, budget_s=10.0, min_n=20, max_n=2000, rse_target=0.01,
                      min_time_s=0.5, seed=0):
     """impls: list of (name, callable(inputs) -> output).  Returns (results, info).
 

@@ -196,7 +196,8 @@ def probe_kernelbench_order(ctx):
     gold = inp.make_inputs(ctx.ref_mod, seed, ctx.device)
     gold_cpu = inp.cpu_copy(gold)
     # As in KernelBench: the inputs exist before the reference runs and stay alive, so the
-    # only block freed in between is the reference's output.
+    # only block freed in between is the reference's output (older cached blocks released).
+    ctx.poisoner.release_cache()
     cand_in, ref_in = inp.clone_inputs(gold), inp.clone_inputs(gold)
     out = call_reference(ctx, ref_in)
     ref_cpu = inp.cpu_copy(inp.as_output_list(out))

@@ -1,0 +1,82 @@
+"""The project's own cheat suite through the real harness (real load_inline builds with
+the host compiler, each run in its own sandboxed process): every CPU-capable cheat must be
+caught with its expected flag, every honest kernel must pass with no blocking flag.  The
+GPU results recorded on an H200 are checked the same way."""
+import concurrent.futures as cf
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from evaluator import gpu_campaign, harness_build
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRIES = gpu_campaign.load_manifest()
+CPU_ENTRIES = [e for e in ENTRIES if "cpu" in e["devices"]]
+H200_RESULTS = ROOT / "tests" / "fixtures" / "h200" / "cheat_suite_results.json"
+
+
+def test_manifest_covers_every_design_row():
+    cheats = [e for e in ENTRIES if not e.get("honest")]
+    honest = [e for e in ENTRIES if e.get("honest")]
+    assert len(cheats) >= 12 and len(honest) >= 3
+    assert len([e for e in CPU_ENTRIES if e.get("honest")]) >= 3
+    caught_by = {n for e in cheats for n in e.get("expect", []) + e.get("expect_any", [])}
+    for flag in ("stale_memory", "constant_output", "cached_output", "input_mutation", "deferred_write",
+                 "output_not_plain_tensor", "output_aliases_input", "patched_environment", "reduced_precision",
+                 "library_call_replaces_kernel", "output_collapsed_to_zero", "below_bandwidth_floor",
+                 "side_stream_work"):
+        assert flag in caught_by, flag
+    for e in ENTRIES:
+        task, cand, fn = gpu_campaign.entry_paths(e)
+        assert os.path.exists(task) and os.path.exists(cand) and (fn is None or os.path.exists(fn)), e["name"]
+        assert e["kind"] in ("model_new", "cuda_forward") and set(e["devices"]) <= {"cpu", "cuda"}
+
+
+@pytest.fixture(scope="session")
+def cpu_suite_docs():
+    """Run every CPU entry once (two at a time), sharing one extension build cache."""
+    build_dir = os.environ.get("KB_HARNESS_TEST_BUILD_DIR") or harness_build.default_build_dir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MAX_JOBS="1")
+
+    def run(entry):
+        ref, cand, fn = gpu_campaign.entry_paths(entry)
+        argv = gpu_campaign.harness_argv(ref, cand, entry["kind"], "cpu", build_dir, fn, bool(entry.get("timing")),
+                                         ["--no-compile", "--time-budget", "2"])
+        return entry["name"], gpu_campaign.run_one(argv, 900, env)
+
+    with cf.ThreadPoolExecutor(max_workers=int(os.environ.get("KB_CHEAT_SUITE_JOBS", "2"))) as pool:
+        return dict(pool.map(run, CPU_ENTRIES))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", CPU_ENTRIES, ids=[e["name"] for e in CPU_ENTRIES])
+def test_cpu_entry_behaves_as_expected(entry, cpu_suite_docs):
+    doc = cpu_suite_docs[entry["name"]]
+    result = gpu_campaign.judge(entry, doc)
+    detail = json.dumps({"verdict": doc.get("verdict"), "error": doc.get("error"),
+                         "flags": [(f["name"], f["blocking"], f["evidence"][:300]) for f in doc.get("flags", [])]},
+                        indent=1)
+    assert result["ok"], detail
+    for f in doc["flags"]:
+        assert f["evidence"], f
+    if entry.get("honest"):
+        assert all(t["passed"] for t in doc["trials"])
+    else:
+        expected = entry.get("expect", []) + entry.get("expect_any", [])
+        assert any(f["blocking"] for f in doc["flags"] if f["name"] in expected) or doc["verdict"] == "failed"
+
+
+def test_h200_results_fixture_shows_every_cheat_caught():
+    data = json.loads(H200_RESULTS.read_text())
+    assert data["device"] == "cuda" and "H200" in (data["versions"].get("gpu") or "")
+    rows = {r["name"]: r for r in data["summary"]}
+    cuda_entries = [e for e in ENTRIES if "cuda" in e["devices"]]
+    assert set(rows) == {e["name"] for e in cuda_entries}
+    for entry in cuda_entries:
+        doc = data["documents"][entry["name"]]
+        assert gpu_campaign.judge(entry, doc)["ok"], (entry["name"], rows[entry["name"]])
+        assert doc["versions"]["gpu_capability"] == "9.0"
+    honest_timed = [rows[e["name"]] for e in cuda_entries if e.get("honest") and e.get("timing")]
+    assert honest_timed and all(r.get("candidate_ms") for r in honest_timed)

@@ -1,0 +1,51 @@
+"""Timing machinery on the CPU: interleaving, adaptive stop, summaries, bandwidth floor."""
+import time
+
+from evaluator import harness_timing as timing
+
+
+def test_summaries_and_rse():
+    vals = [1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0, 1.02]
+    med, iqr = timing.median_iqr(vals)
+    assert med == 1.0 and 0 < iqr < 0.2
+    assert 0 < timing.rse_of_median(vals) < 0.1
+    assert timing.rse_of_median([1.0, 2.0]) == float("inf")
+    s = timing.summarize(vals, vals)
+    assert set(s) >= {"median_ms", "iqr_ms", "n", "mean_ms", "host_median_ms"} and s["n"] == 8
+
+
+def test_interleaved_timing_orders_fast_and_slow_and_stops():
+    import torch
+
+    sets = [[torch.randn(256)] for _ in range(3)]
+    seen = []
+
+    def fast(ins):
+        seen.append("fast")
+        return ins[0] + 1
+
+    def slow(ins):
+        seen.append("slow")
+        time.sleep(0.002)
+        return ins[0] + 1
+
+    def broken(ins):
+        raise RuntimeError("no compiler")
+
+    summary, info = timing.time_interleaved([("fast", fast), ("slow", slow), ("broken", broken)], sets, "cpu",
+                                            budget_s=1.0, min_n=5, min_time_s=0.05)
+    assert summary["fast"]["median_ms"] < summary["slow"]["median_ms"]
+    assert summary["slow"]["median_ms"] >= 2.0
+    assert "error" in summary["broken"] and "no compiler" in summary["broken"]["error"]
+    assert summary["fast"]["n"] == summary["slow"]["n"] >= 5
+    assert info["rounds"] >= 5 and info["stop"] and info["input_sets"] == 3
+    # interleaved: the timed phase alternates between implementations
+    timed = seen[-10:]
+    assert "fast" in timed and "slow" in timed
+
+
+def test_bandwidth_table_and_cpu_measurement():
+    names = [k for k, _ in timing.BANDWIDTH_TABLE]
+    assert "H200" in names and "H100" in names
+    bw, source = timing.device_bandwidth("cpu", 8 << 20)
+    assert bw > 1e8 and "measured" in source
