@@ -1,9 +1,11 @@
 """Page and API timings on a generated archive: median server time of each, in-process.
 
-python bench/bench_pages.py [--rows 30000] [--requests 20] [--data-dir DIR] [--proposed-indexes]
+python bench/bench_pages.py [--rows 30000] [--requests 20] [--data-dir DIR] [--database-url URL]
+                             [--proposed-indexes]
 
 Generates N rows (bench/generate_archive.py), imports them into a fresh SQLite database
-under a temporary ARCHIVE_DATA_DIR (or reuses --data-dir when it holds one), then times
+under a temporary ARCHIVE_DATA_DIR (or reuses --data-dir when it holds one; or into the
+PostgreSQL database --database-url names, dropped and created afresh), then times
 each URL with Django's test Client (no network, no server: the view, queries and template
 rendering). --proposed-indexes also times again after adding the indexes the leaderboard
 would use (docs/pages.md); the model does not have them yet.
@@ -21,6 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL_MS = 50.0
+HOME_UNCACHED = "home, overview recomputed"
 PROPOSED_INDEXES = {
     "kernel_task_correct_runtime": "(task_id, claimed_correct, claimed_runtime_ms)",
     "kernel_task_correct_compile": "(task_id, claimed_correct, claimed_speedup_compile)",
@@ -36,12 +39,16 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=30000)
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--data-dir", type=Path, help="reuse (or fill) this ARCHIVE_DATA_DIR instead of a temporary one")
+    parser.add_argument("--database-url", default="", help="PostgreSQL URL; SQLite when empty")
     parser.add_argument("--proposed-indexes", action="store_true")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench_pages_"))
     try:
         data_dir = args.data_dir or work / "data"
-        if not (data_dir / "archive.sqlite3").exists():
+        if args.database_url:
+            os.environ["DATABASE_URL"] = args.database_url
+            _recreate_postgres_database(args.database_url)
+        if args.database_url or not (data_dir / "archive.sqlite3").exists():
             _import_generated_archive(args.rows, work, data_dir)
         _time_pages(data_dir, args.requests, args.proposed_indexes)
     finally:
@@ -58,6 +65,15 @@ def _import_generated_archive(rows: int, work: Path, data_dir: Path):
                     "--hardware", "NVIDIA H100"], cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
 
 
+def _recreate_postgres_database(url: str):
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        connection.execute(f'CREATE DATABASE "{name}"')
+
+
 def _time_pages(data_dir: Path, requests: int, proposed_indexes: bool):
     os.environ["ARCHIVE_DATA_DIR"] = str(data_dir)
     os.environ["DJANGO_SETTINGS_MODULE"] = "archive_site.settings"
@@ -72,7 +88,9 @@ def _time_pages(data_dir: Path, requests: int, proposed_indexes: bool):
     from kernels.models import Kernel
 
     urls = _urls(Kernel)
-    print(f"{Kernel.objects.count()} kernels; median (p90) of {requests} requests after 2 warm-ups, ms")
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"{Kernel.objects.count()} kernels; median (p90) of {requests} requests after 2 warm-ups, ms; "
+          f"load average {load} on {os.cpu_count()} cores")
     first = _measure(Client(), urls, requests, connection)
     if not proposed_indexes:
         _print_table(urls, first)
@@ -80,6 +98,8 @@ def _time_pages(data_dir: Path, requests: int, proposed_indexes: bool):
     with connection.cursor() as cursor:
         for name, columns in PROPOSED_INDEXES.items():
             cursor.execute(f"CREATE INDEX IF NOT EXISTS bench_{name} ON kernels_kernel {columns}")
+        if connection.vendor == "postgresql":
+            cursor.execute("ANALYZE kernels_kernel")  # what autovacuum does after a migration
     _print_table(urls, first, _measure(Client(), urls, requests, connection))
     with connection.cursor() as cursor:  # leave a reused database as the model defines it
         for name in PROPOSED_INDEXES:
@@ -98,7 +118,8 @@ def _urls(Kernel) -> dict[str, str]:
         "leaderboard, every kernel, technique filter, page 20": "/leaderboard/?show_kernels=1&technique=warp_shuffle&page=20",
         f"task page ({task})": task,
         f"kernel page (/kernels/{kernel.id}/)": f"/kernels/{kernel.id}/",
-        "home": "/",
+        "home (overview cached 60 s)": "/",
+        HOME_UNCACHED: "/",
         "API tasks": "/api/tasks/",
         "API kernels": "/api/kernels/",
         "API kernels, level 1, correct, by compile speedup": "/api/kernels/?level=1&correct_only=1&sort=speedup_compile",
@@ -108,6 +129,8 @@ def _urls(Kernel) -> dict[str, str]:
 
 
 def _measure(client, urls: dict[str, str], requests: int, connection) -> dict[str, tuple[float, float, int]]:
+    from django.core.cache import cache
+
     results = {}
     for label, url in urls.items():
         for _ in range(2):
@@ -117,6 +140,8 @@ def _measure(client, urls: dict[str, str], requests: int, connection) -> dict[st
             client.get(url)
         times = []
         for _ in range(requests):
+            if label == HOME_UNCACHED:
+                cache.clear()
             started = time.perf_counter()
             client.get(url)
             times.append((time.perf_counter() - started) * 1000)

@@ -1,8 +1,9 @@
 """Reads of the archive for pages and the API.
 
-Every list is one query (plus a count when paginated) whatever its length: the columns a
-list shows are loaded with only() (never the code), tasks with select_related, and the
-verified state and re-measured speedup as correlated subqueries.
+Every list costs a fixed number of queries whatever its length (tests/kernels/
+test_query_counts.py): the columns a list shows are loaded with only() (never the code),
+tasks with select_related, the verified state and re-measured speedup as correlated
+subqueries.
 """
 import math
 
@@ -31,6 +32,11 @@ SORT_METRIC_FIELDS = {
     "speedup_native": "claimed_speedup_native", "speedup_compile": "claimed_speedup_compile",
     "runtime": "claimed_runtime_ms",
 }
+# The same orders over rows whose metric is known not to be null. Without "NULLS LAST"
+# PostgreSQL can walk an ascending index backwards for them (it puts NULLs first in a
+# descending order, so LIST_ORDER has to say where they go, which no index here serves).
+NON_NULL_ORDER = {"speedup_native": ("-claimed_speedup_native", "id"),
+                  "speedup_compile": ("-claimed_speedup_compile", "id"), "runtime": ("claimed_runtime_ms", "id")}
 # Highest speedups first, fastest runtime first; ties broken by id so pages are stable.
 LIST_ORDER = {
     "speedup_native": (F("claimed_speedup_native").desc(nulls_last=True), "id"),
@@ -105,7 +111,7 @@ def best_kernel_ids(query: LeaderboardQuery) -> list[int]:
     metric = "speedup_native" if query.sort == "task" else query.sort
     matching = _filter_kernels(Kernel.objects.filter(task=OuterRef("pk")), query, with_task_filters=False)
     best_correct = matching.filter(claimed_correct=True, **{f"{SORT_METRIC_FIELDS[metric]}__isnull": False})
-    best = Subquery(best_correct.order_by(*LIST_ORDER[metric]).values("id")[:1])
+    best = Subquery(best_correct.order_by(*NON_NULL_ORDER[metric]).values("id")[:1])
     if not query.correct_only:
         best_any = Subquery(matching.order_by("-claimed_correct", *LIST_ORDER[metric]).values("id")[:1])
         best = Coalesce(best, best_any)
@@ -172,9 +178,9 @@ def kernel_code_only(kernel_id: int) -> Kernel:
 def best_kernel_of_task(task_id: int) -> Kernel | None:
     """The task's best correct kernel by claimed speedup vs eager (with its code), if any."""
     return (
-        Kernel.objects.filter(task_id=task_id, claimed_correct=True)
+        Kernel.objects.filter(task_id=task_id, claimed_correct=True, claimed_speedup_native__isnull=False)
         .only("id", "name", "code", "claimed_speedup_native")
-        .order_by(*LIST_ORDER["speedup_native"]).first()
+        .order_by(*NON_NULL_ORDER["speedup_native"]).first()
     )
 
 
@@ -183,7 +189,8 @@ def kernel_verifications(kernel_id: int):
 
 
 def top_kernels(limit: int = 10):
-    return kernel_list_rows(Kernel.objects.filter(claimed_correct=True)).order_by(*LIST_ORDER["speedup_native"])[:limit]
+    correct = Kernel.objects.filter(claimed_correct=True, claimed_speedup_native__isnull=False)
+    return kernel_list_rows(correct).order_by(*NON_NULL_ORDER["speedup_native"])[:limit]
 
 
 def newest_verifications(limit: int = 10):
