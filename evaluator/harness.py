@@ -334,13 +334,28 @@ def _timed(doc, ctx, ref_model, device, budget_s, compile_baseline):
     else:
         compiled_note = "torch.compile baseline disabled"
     ctx.stage("timing")
-    before = guard.snapshot(ctx.namespaces)
-    summary, info = timing.time_interleaved(impls, sets, device, budget_s=budget, seed=ctx.seeds[0])
+    snaps, changed = {}, []
+
+    def watch(phase, name):
+        # Changes during a baseline's warm-up (torch.compile patches nn.Module while it
+        # compiles) are the library's; any other change is blamed on the candidate.
+        now = guard.snapshot(ctx.namespaces)
+        if phase == "before_warmup":
+            snaps["before"] = now
+            return
+        delta = guard.changes(snaps["before"], now)
+        if phase == "after_warmup" and name != "candidate":
+            snaps.setdefault("baseline", set()).update(delta)
+        else:
+            changed.extend(c for c in delta if c not in snaps.get("baseline", set()))
+        snaps["before"] = now
+
+    summary, info = timing.time_interleaved(impls, sets, device, budget_s=budget, seed=ctx.seeds[0], watch=watch)
     if compiled_note:
         summary["compile"] = {"skipped": compiled_note}
     doc["timings"] = summary
+    info["baseline_warmup_changed"] = sorted(snaps.get("baseline", set()))
     doc["checks"]["timing"] = info
-    changed = guard.changes(before, guard.snapshot(ctx.namespaces))
     cand, eager, comp = summary.get("candidate", {}), summary.get("eager", {}), summary.get("compile", {})
     if "error" in cand:
         raise trials_mod.CandidateError("during timing: " + cand["error"])

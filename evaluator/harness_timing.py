@@ -117,11 +117,14 @@ class L2Flusher:
 
 
 def time_interleaved(impls, input_sets, device, budget_s=10.0, min_n=20, max_n=2000, rse_target=0.01,
-                     min_time_s=0.5, seed=0):
+                     min_time_s=0.5, seed=0, watch=None):
     """impls: list of (name, callable(inputs) -> output).  Returns (results, info).
 
     Each round perturbs one input set (swap two elements of a row), flushes L2,
     then calls every implementation once on that set, in a rotating order.
+    ``watch`` (optional) is called before and after each implementation's warm-up and
+    after the timed loop, so the caller can tell which phase changed global state
+    (torch.compile legitimately patches torch.nn.Module while it compiles).
     """
     rng = random.Random(seed)
     flusher = L2Flusher(device)
@@ -129,6 +132,8 @@ def time_interleaved(impls, input_sets, device, budget_s=10.0, min_n=20, max_n=2
     live = []
     # Warm-up: every set once per implementation (compiles torch.compile, loads caches).
     for name, fn in impls:
+        if watch:
+            watch("before_warmup", name)
         for k, inputs in enumerate(input_sets if len(input_sets) > 1 else input_sets * 3):
             try:
                 t0 = _perf()
@@ -143,6 +148,8 @@ def time_interleaved(impls, input_sets, device, budget_s=10.0, min_n=20, max_n=2
                 break
         if results[name]["error"] is None:
             live.append((name, fn))
+        if watch:
+            watch("after_warmup", name)
     t_start = _perf()
     rounds, stop = 0, "no implementation ran"
     while live:
@@ -184,6 +191,8 @@ def time_interleaved(impls, input_sets, device, budget_s=10.0, min_n=20, max_n=2
         if min(counts) >= max_n:
             stop = "max %d calls (worst rse %.4f)" % (max_n, worst)
             break
+    if watch:
+        watch("after_loop", None)
     summary = {}
     for name, _ in impls:
         r = results[name]

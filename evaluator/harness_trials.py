@@ -37,14 +37,16 @@ class Ctx:
         self.samples_cand = []
         self.size_hints = []
         self.settle_s = 0.1
-        self.seen_flags = set()
         self.__dict__.update(kw)
 
     def add_flag(self, entry):
-        key = (entry["name"], entry["evidence"][:120])
-        if key not in self.seen_flags:
-            self.seen_flags.add(key)
-            self.flags.append(entry)
+        """One entry per flag name: the first evidence is kept, repeats are counted."""
+        for existing in self.flags:
+            if existing["name"] == entry["name"]:
+                existing["occurrences"] = existing.get("occurrences", 1) + 1
+                existing["blocking"] = existing["blocking"] or entry["blocking"]
+                return
+        self.flags.append(entry)
 
     def has_flag(self, name):
         return any(f["name"] == name for f in self.flags)
