@@ -4,6 +4,7 @@ were measured, what was filtered, and whom to cite."""
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+import pyarrow as pa
 import yaml
 
 from .schema import ARCHIVE_COLUMNS, EXTRA_COLUMNS, features
@@ -155,8 +156,16 @@ use or re-publish it. The tasks are KernelBench's (Stanford Scaling Intelligence
 def _column_table(columns) -> str:
     lines = ["| column | type | meaning |", "| --- | --- | --- |"]
     # A pipe inside a cell (the relative-norm formula) would end the cell: escape it.
-    lines += [f"| `{name}` | {kind} | {meaning.replace('|', chr(92) + '|')} |" for name, kind, meaning in columns]
+    lines += [f"| `{name}` | {_type_name(kind)} | {meaning.replace('|', chr(92) + '|')} |"
+              for name, kind, meaning in columns]
     return "\n".join(lines) + "\n"
+
+
+def _type_name(kind) -> str:
+    """`datasets`' names (float64, not Arrow's double), as in the front matter."""
+    if pa.types.is_list(kind):
+        return f"list<{_type_name(kind.value_type)}>"
+    return {"double": "float64"}.get(str(kind), str(kind))
 
 
 def _loader_name(file_format: str) -> str:

@@ -33,7 +33,7 @@ ARCHIVE_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 ]
 
 EXTRA_COLUMNS: list[tuple[str, pa.DataType, str]] = [
-    ("Kernel_ID", pa.int64(), "this site's kernel id (its page: /kernels/<id>/)"),
+    ("Kernel_ID", pa.int64(), "this site's kernel id (its page: `/kernels/<id>/`)"),
     ("Kernel_Kind", pa.string(), "`cuda_forward` (called in place of module_fn) or `model_new` (KernelBench ModelNew)"),
     ("Source_Archive", pa.string(), "the archive the kernel was imported from"),
     ("Experiment", pa.string(), "the source archive's experiment, when known"),
