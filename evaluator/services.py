@@ -17,6 +17,7 @@ from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from kernels.models import Kernel, Verification
+from kernels.services import kernel_verification_state_refresh
 
 from .bundle import bundle_sha256
 from .kernel_bundles import bundle_for_kernel
@@ -79,6 +80,7 @@ def verification_run(*, verification_id: int) -> Verification | None:
     Verification.objects.filter(id=verification_id, status=Verification.Status.RUNNING).update(
         **fields_from_result(result), bundle_sha256=sha, finished_at=timezone.now(), heartbeat_at=timezone.now()
     )
+    kernel_verification_state_refresh(kernel_id=verification.kernel_id)
     verification.refresh_from_db()
     return verification
 
@@ -96,10 +98,13 @@ def verification_recover_stalled(*, stale_after_s: float | None = None) -> dict:
         for verification_id in stalled.filter(attempts__lt=MAX_ATTEMPTS).values_list("id", flat=True)
         if stalled.filter(id=verification_id).update(status=Verification.Status.QUEUED, worker="")
     ]
+    given_up_kernels = list(stalled.filter(attempts__gte=MAX_ATTEMPTS).values_list("kernel_id", flat=True))
     given_up = stalled.filter(attempts__gte=MAX_ATTEMPTS).update(
         status=Verification.Status.ERROR, finished_at=timezone.now(),
         log=f"the worker stopped during each of {MAX_ATTEMPTS} attempts (killed, or the host died)",
     )
+    for kernel_id in given_up_kernels:
+        kernel_verification_state_refresh(kernel_id=kernel_id)
     _enqueue_on_commit(requeued)
     return {"requeued": requeued, "given_up": given_up}
 
@@ -119,7 +124,7 @@ def _run_bundle_of(kernel: Kernel) -> tuple[dict, str]:
     result = run_bundle(
         bundle, device=settings.VERIFY_DEVICE, seeds=settings.VERIFY_SEEDS, timeout_s=settings.VERIFY_TIMEOUT_S,
         memory_limit_mb=settings.VERIFY_MEMORY_LIMIT_MB, work_root=settings.DATA_DIR / "worker",
-        build_dir=settings.BUILD_CACHE_DIR,
+        build_dir=settings.BUILD_CACHE_DIR, harness_args=settings.VERIFY_HARNESS_ARGS,
     )
     return result, bundle_sha256(bundle)
 

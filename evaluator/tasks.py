@@ -1,7 +1,8 @@
 """Huey tasks of the GPU worker (`python manage.py run_huey`). Tasks take ids and call services."""
 from django.conf import settings
+from django.db import close_old_connections
 from huey import crontab
-from huey.contrib.djhuey import db_periodic_task, db_task
+from huey.contrib.djhuey import db_periodic_task, db_task, on_startup
 
 from . import services
 
@@ -22,3 +23,11 @@ def recover_stalled_verifications():
 def requeue_old_verifications():
     due = services.kernels_due_for_reverification(max_age_days=settings.REVERIFY_MAX_AGE_DAYS)
     return len(services.verification_request_bulk(kernels=due))
+
+
+@on_startup()
+def recover_on_worker_start():
+    # A worker restarted after a crash picks up what died with it, without waiting a minute.
+    close_old_connections()
+    services.verification_recover_stalled()
+    close_old_connections()

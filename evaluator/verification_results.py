@@ -10,6 +10,7 @@ def fields_from_result(result: dict) -> dict:
     timings = result.get("timings") or {}
     speedup = result.get("speedup") or {}
     trials = result.get("trials") or []
+    flags = (result.get("flags") or []) + [dict(flag, task_flag=True) for flag in result.get("task_flags") or []]
     return {
         "status": STATUS_BY_VERDICT.get(result.get("verdict"), "error"),
         "gpu_name": str(versions.get("gpu") or "")[:128],
@@ -27,7 +28,7 @@ def fields_from_result(result: dict) -> dict:
         "compile_runtime_ms": _median(timings, "compile"),
         "speedup_eager": _float(speedup.get("vs_eager")),
         "speedup_compile": _float(speedup.get("vs_compile")),
-        "flags": (result.get("flags") or []) + [dict(flag, task_flag=True) for flag in result.get("task_flags") or []],
+        "flags": flags,
         "log": _log(result),
     }
 

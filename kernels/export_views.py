@@ -63,8 +63,7 @@ class ExportDownloadView(APIView):
             experiment=params["experiment"],
         )
         file_format = params["format"]
-        batches = archive_row_batches(kernels_for_export(filters), archive_compatible=params["archive_compatible"],
-                                      verified_only=filters.verified_only)
+        batches = archive_row_batches(kernels_for_export(filters), archive_compatible=params["archive_compatible"])
         response = StreamingHttpResponse(
             encode(file_format, batches, archive_compatible=params["archive_compatible"]),
             content_type=CONTENT_TYPES[file_format],

@@ -32,7 +32,7 @@ def kernel_page_context(kernel_id: int) -> dict:
         "profiles": [_profile_view(p) for p in sorted(kernel.profiles.all(),
                                                       key=lambda p: (PROFILE_ORDER.get(p.kind, 9), p.origin))],
         "verifications": verifications,
-        "verified": any(v.status == Verification.Status.PASSED and not v.has_blocking_flag for v in verifications),
+        "verified": kernel.verified,
     }
 
 

@@ -56,6 +56,16 @@ class Kernel(models.Model):
     hardware = models.CharField(max_length=128, blank=True, default="")
     # Technique tags detected from the code (kernels/techniques.py), stored as ",a,b,".
     technique_tags = models.CharField(max_length=512, blank=True, default="")
+    # The latest finished re-verification, copied here by kernel_verification_state_refresh so
+    # lists filter and rank by re-measured numbers without subqueries. "Verified" means the
+    # latest finished run passed with no blocking flag; re-measured numbers are set only then.
+    latest_verification = models.ForeignKey(
+        "Verification", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    verified = models.BooleanField(default=False)
+    remeasured_runtime_ms = models.FloatField(null=True, blank=True)
+    remeasured_speedup_eager = models.FloatField(null=True, blank=True)
+    remeasured_speedup_compile = models.FloatField(null=True, blank=True)
     imported_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -63,7 +73,14 @@ class Kernel(models.Model):
         constraints = [models.UniqueConstraint(fields=["task", "code_sha256"], name="kernel_unique_task_code")]
         indexes = [
             models.Index(fields=["task", "claimed_correct", "claimed_speedup_native"]),
+            models.Index(fields=["task", "claimed_correct", "claimed_speedup_compile"]),
+            models.Index(fields=["task", "claimed_correct", "claimed_runtime_ms"]),
             models.Index(fields=["claimed_speedup_native"]),
+            models.Index(fields=["claimed_speedup_compile"]),
+            models.Index(fields=["claimed_runtime_ms"]),
+            models.Index(fields=["hardware"]),
+            models.Index(fields=["technique_tags", "claimed_speedup_native"]),
+            models.Index(fields=["verified", "remeasured_speedup_eager"]),
             models.Index(fields=["source_archive"]),
             models.Index(fields=["experiment"]),
         ]

@@ -8,7 +8,7 @@ subqueries.
 import math
 
 from django.core.cache import cache
-from django.db.models import Case, Count, Exists, F, IntegerField, Max, OuterRef, Q, Subquery, Sum, When
+from django.db.models import Case, Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum, When
 from django.db.models.functions import Coalesce, Floor, Ln
 from django.shortcuts import get_object_or_404
 
@@ -16,16 +16,12 @@ from .filters import LeaderboardQuery
 from .models import Kernel, Task, Verification
 
 FAST_P_THRESHOLDS = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
-# Verification.flags is a JSON list of {name, blocking, evidence}. No portable ORM lookup
-# tests "any element has blocking=true", so match the serialised text: SQLite stores
-# json.dumps output and PostgreSQL prints jsonb as text with the same `"key": value`
-# spacing; a quoted "blocking" inside evidence text is escaped (\") and cannot match.
-BLOCKING_FLAG_TEXT = '"blocking": true'
 # Columns a kernel list shows: everything but the code and the error log.
 KERNEL_LIST_FIELDS = (
     "id", "name", "kind", "experiment", "source_archive", "hardware", "technique_tags", "parent_id",
     "claimed_runtime_ms", "claimed_native_runtime_ms", "claimed_compile_runtime_ms",
     "claimed_speedup_native", "claimed_speedup_compile", "claimed_correct", "claimed_max_diff",
+    "verified", "remeasured_runtime_ms", "remeasured_speedup_eager", "remeasured_speedup_compile",
     "task__id", "task__level", "task__task_number", "task__op_name",
 )
 SORT_METRIC_FIELDS = {
@@ -51,26 +47,10 @@ OVERVIEW_CACHE_KEY = "kernels:archive_overview"
 OVERVIEW_CACHE_SECONDS = 60
 
 
-def passed_verifications():
-    """Verifications that make a kernel "verified": passed, with no blocking flag."""
-    return Verification.objects.filter(status=Verification.Status.PASSED).exclude(flags__icontains=BLOCKING_FLAG_TEXT)
-
-
-def _is_verified():
-    return Exists(passed_verifications().filter(kernel=OuterRef("pk")))
-
-
-def _remeasured_speedup():
-    latest = passed_verifications().filter(kernel=OuterRef("pk")).order_by("-finished_at", "-id")
-    return Subquery(latest.values("speedup_eager")[:1])
-
-
 def kernel_list_rows(queryset):
-    """A kernel queryset with the list columns, its task, verified state and re-measured speedup."""
-    return (
-        queryset.select_related("task").only(*KERNEL_LIST_FIELDS)
-        .annotate(verified=_is_verified(), remeasured_speedup=_remeasured_speedup())
-    )
+    """A kernel queryset with the list columns (verified state and re-measured numbers
+    included: Kernel carries its latest verification's outcome) and its task."""
+    return queryset.select_related("task").only(*KERNEL_LIST_FIELDS)
 
 
 def _filter_kernels(queryset, query: LeaderboardQuery, *, with_task_filters: bool = True):
@@ -81,7 +61,7 @@ def _filter_kernels(queryset, query: LeaderboardQuery, *, with_task_filters: boo
     if query.correct_only:
         queryset = queryset.filter(claimed_correct=True)
     if query.verified_only:
-        queryset = queryset.filter(_is_verified())
+        queryset = queryset.filter(verified=True)
     if query.hardware:
         queryset = queryset.filter(hardware=query.hardware)
     if query.technique:
@@ -171,9 +151,7 @@ def kernel_with_task(kernel_id: int) -> Kernel:
 
 def kernel_detail_row(kernel_id: int) -> Kernel:
     """A kernel with its code, task, profiles, verified state and re-measured speedup (API)."""
-    queryset = Kernel.objects.select_related("task").prefetch_related("profiles").annotate(
-        verified=_is_verified(), remeasured_speedup=_remeasured_speedup())
-    return get_object_or_404(queryset, pk=kernel_id)
+    return get_object_or_404(Kernel.objects.select_related("task").prefetch_related("profiles"), pk=kernel_id)
 
 
 def kernel_code_only(kernel_id: int) -> Kernel:
@@ -221,8 +199,7 @@ def archive_overview() -> dict:
 def _archive_overview() -> dict:
     level_of_task = dict(Task.objects.values_list("id", "level"))
     verified_per_level = dict(
-        passed_verifications().values_list("kernel__task__level")
-        .annotate(n=Count("kernel_id", distinct=True)).order_by()
+        Kernel.objects.filter(verified=True).values_list("task__level").annotate(n=Count("id")).order_by()
     )
     correct_native = Q(claimed_correct=True, claimed_speedup_native__gt=0)
     correct_compile = Q(claimed_correct=True, claimed_speedup_compile__gt=0)

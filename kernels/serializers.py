@@ -28,14 +28,18 @@ class KernelListSerializer(serializers.ModelSerializer):
     task = TaskRefSerializer()
     techniques = serializers.ListField(child=serializers.CharField(), read_only=True)
     claimed = ClaimedSerializer(source="*")
-    verified = serializers.BooleanField(help_text="has a passed verification with no blocking flag")
+    verified = serializers.BooleanField(help_text="the latest finished verification passed with no blocking flag")
     remeasured_speedup_eager = serializers.FloatField(
-        source="remeasured_speedup", allow_null=True, help_text="speedup vs eager of the latest passed verification")
+        allow_null=True, help_text="speedup vs eager re-measured by that verification (null unless verified)")
+    remeasured_speedup_compile = serializers.FloatField(
+        allow_null=True, help_text="speedup vs torch.compile re-measured by that verification (null unless verified)")
+    remeasured_runtime_ms = serializers.FloatField(allow_null=True, help_text="re-measured runtime (ms)")
 
     class Meta:
         model = Kernel
         fields = ["id", "url", "name", "kind", "task", "source_archive", "experiment", "hardware", "parent_id",
-                  "techniques", "claimed", "verified", "remeasured_speedup_eager"]
+                  "techniques", "claimed", "verified", "remeasured_speedup_eager", "remeasured_speedup_compile",
+                  "remeasured_runtime_ms"]
 
     def get_url(self, kernel) -> str:
         return reverse("kernel_detail", args=[kernel.id])

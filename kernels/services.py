@@ -3,7 +3,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 
 from .ingest import fields
 from .ingest.archive_schema import archive_row_to_record, looks_like_archive_row
@@ -11,7 +11,7 @@ from .ingest.errors import IngestError, RowError
 from .ingest.kernelbench_schema import kernelbench_row_to_record, looks_like_kernelbench_row
 from .ingest.readers import UnreadableRow, first_row, open_source
 from .ingest.records import KernelRecord
-from .models import Kernel, Profile, Task
+from .models import Kernel, Profile, Task, Verification
 from .techniques import detect_techniques, encode_tags
 
 BATCH_SIZE = 500
@@ -189,4 +189,24 @@ def _kernel_from(record: KernelRecord, task: Task, source_archive: str) -> Kerne
         claimed_speedup_compile=record.claimed_speedup_compile, claimed_correct=record.claimed_correct,
         claimed_max_diff=record.claimed_max_diff, error_text=record.error_text, hardware=record.hardware[:128],
         technique_tags=encode_tags(detect_techniques(record.code)),
+    )
+
+
+FINISHED_VERIFICATION_STATUSES = (
+    Verification.Status.PASSED, Verification.Status.FAILED, Verification.Status.ERROR,
+)
+
+
+def kernel_verification_state_refresh(*, kernel_id: int) -> None:
+    """Copy the kernel's latest finished verification onto the kernel (see Kernel.verified)."""
+    latest = (
+        Verification.objects.filter(kernel_id=kernel_id, status__in=FINISHED_VERIFICATION_STATUSES)
+        .order_by(F("finished_at").desc(nulls_last=True), "-id").first()
+    )
+    verified = latest is not None and latest.status == Verification.Status.PASSED and not latest.has_blocking_flag
+    Kernel.objects.filter(id=kernel_id).update(
+        latest_verification=latest, verified=verified,
+        remeasured_runtime_ms=latest.runtime_ms if verified else None,
+        remeasured_speedup_eager=latest.speedup_eager if verified else None,
+        remeasured_speedup_compile=latest.speedup_compile if verified else None,
     )

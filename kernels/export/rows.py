@@ -14,12 +14,12 @@ from django.db.models import Prefetch, QuerySet
 from ..models import Profile, Task
 from ..techniques import decode_tags
 from .schema import column_names
-from .selectors import is_verified, latest_finished_verifications
+from .selectors import latest_finished_verifications
 
 DEFAULT_BATCH_SIZE = 500
 PROFILE_COLUMNS = {"ncu": "NCU_Profile", "torch": "Torch_Profile", "clang_tidy": "Clang_Tidy"}
 _KERNEL_FIELDS = (
-    "id", "task_id", "name", "kind", "code", "source_archive", "experiment", "archive_index", "hardware",
+    "id", "task_id", "name", "kind", "code", "source_archive", "experiment", "archive_index", "hardware", "verified",
     "technique_tags", "claimed_runtime_ms", "claimed_native_runtime_ms", "claimed_compile_runtime_ms",
     "claimed_speedup_native", "claimed_speedup_compile", "claimed_correct", "claimed_max_diff", "error_text",
 )
@@ -31,12 +31,11 @@ _VERIFICATION_FIELDS = (
 
 
 def archive_row_batches(
-    kernels: QuerySet, *, archive_compatible: bool, verified_only: bool = False,
-    batch_size: int = DEFAULT_BATCH_SIZE, progress=None,
+    kernels: QuerySet, *, archive_compatible: bool, batch_size: int = DEFAULT_BATCH_SIZE, progress=None,
 ) -> Iterator[list[dict]]:
     """Yield lists of row dicts (columns in schema order). `progress(n)` is told how many
-    kernels each batch read, including any dropped by the verified filter."""
-    needs_verifications = verified_only or not archive_compatible
+    kernels each batch read."""
+    needs_verifications = not archive_compatible
     prefetches = [
         # The archive's own profile is its original string: no need to decode `parsed`.
         Prefetch("profiles", queryset=Profile.objects.filter(origin=Profile.Origin.ARCHIVE)
@@ -53,17 +52,17 @@ def archive_row_batches(
     for kernel in stream:
         batch.append(kernel)
         if len(batch) >= batch_size:
-            yield _rows(batch, tasks, archive_compatible, verified_only)
+            yield _rows(batch, tasks, archive_compatible)
             if progress:
                 progress(len(batch))
             batch = []
     if batch:
-        yield _rows(batch, tasks, archive_compatible, verified_only)
+        yield _rows(batch, tasks, archive_compatible)
         if progress:
             progress(len(batch))
 
 
-def _rows(kernels: list, tasks: dict, archive_compatible: bool, verified_only: bool) -> list[dict]:
+def _rows(kernels: list, tasks: dict, archive_compatible: bool) -> list[dict]:
     unseen = {kernel.task_id for kernel in kernels} - tasks.keys()
     if unseen:
         tasks.update(Task.objects.in_bulk(unseen))
@@ -71,8 +70,6 @@ def _rows(kernels: list, tasks: dict, archive_compatible: bool, verified_only: b
     rows = []
     for kernel in kernels:
         latest = kernel.finished_verifications[0] if getattr(kernel, "finished_verifications", None) else None
-        if verified_only and not is_verified(latest):
-            continue
         row = archive_row(kernel, tasks[kernel.task_id])
         if not archive_compatible:
             row.update(site_columns(kernel, latest))
@@ -125,7 +122,7 @@ def site_columns(kernel, latest) -> dict:
         "Experiment": kernel.experiment or None,
         "Hardware": kernel.hardware or None,
         "Technique_Tags": decode_tags(kernel.technique_tags),
-        "Verified": is_verified(latest),
+        "Verified": kernel.verified,
     }
     if latest is None:
         return row | dict.fromkeys(

@@ -1,14 +1,11 @@
 """Which kernels an export holds: the leaderboard's filters, as one queryset.
 
-"Verified" means the kernel's latest *finished* verification (passed, failed or error;
-a queued or running re-check is not a result yet) passed with no blocking flag. The
-status is filtered here in SQL; the blocking flags live in a JSON list that SQLite cannot
-search portably, so rows.py drops the passed-but-flagged kernels batch by batch
-(`is_verified`), without loading anything more than it loads anyway.
+"Verified" is Kernel.verified: the kernel's latest *finished* verification (passed, failed
+or error; a queued or running re-check is not a result yet) passed with no blocking flag.
 """
 from dataclasses import dataclass
 
-from django.db.models import F, OuterRef, QuerySet, Subquery
+from django.db.models import F, QuerySet
 
 from ..models import Kernel, Task, Verification
 from ..techniques import TECHNIQUES
@@ -71,9 +68,7 @@ def kernels_for_export(filters: ExportFilters, *, level: int | None = None) -> Q
     if filters.experiment:
         kernels = kernels.filter(experiment=filters.experiment)
     if filters.verified_only:
-        kernels = kernels.annotate(latest_status=Subquery(_latest_finished().values("status")[:1])).filter(
-            latest_status=Verification.Status.PASSED
-        )
+        kernels = kernels.filter(verified=True)
     return kernels.order_by("task__level", "task__task_number", "id")
 
 
@@ -91,14 +86,3 @@ def latest_finished_verifications():
     """Finished verifications, newest first per kernel: prefetch this and take the first."""
     return Verification.objects.filter(status__in=FINISHED_STATUSES).order_by("kernel_id", *NEWEST_FIRST)
 
-
-def _latest_finished():
-    return Verification.objects.filter(kernel=OuterRef("pk"), status__in=FINISHED_STATUSES).order_by(*NEWEST_FIRST)
-
-
-def is_verified(verification: Verification | None) -> bool:
-    return (
-        verification is not None
-        and verification.status == Verification.Status.PASSED
-        and not verification.has_blocking_flag
-    )

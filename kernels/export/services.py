@@ -66,7 +66,7 @@ def dataset_export(
             split = split_name(level)
             batches = _RowCounter(archive_row_batches(
                 kernels_for_export(filters, level=level), archive_compatible=archive_compatible,
-                verified_only=filters.verified_only, batch_size=batch_size, progress=progress,
+                batch_size=batch_size, progress=progress,
             ))
             if file_format == "hf":
                 # Arrow stream files first, then `datasets` lays out its own folder from them.

@@ -1,7 +1,10 @@
 """Small builders of tasks, kernels, profiles and verifications for page and API tests."""
 import hashlib
 
+from django.utils import timezone
+
 from kernels.models import Kernel, Profile, Task, Verification
+from kernels.services import kernel_verification_state_refresh
 from kernels.techniques import detect_techniques, encode_tags
 
 REFERENCE = (
@@ -65,8 +68,13 @@ def add_profiles(kernel, *, ncu=NCU_PARSED, clang_tidy=CLANG_TIDY_PARSED, torch=
 
 
 def make_verification(kernel, *, status=Verification.Status.PASSED, flags=(), speedup_eager=1.2) -> Verification:
-    return Verification.objects.create(kernel=kernel, status=status, flags=list(flags), gpu_name="NVIDIA H200",
-                                       speedup_eager=speedup_eager, speedup_compile=1.0, runtime_ms=0.25)
+    # As the worker does: store the finished run, then refresh the kernel's verified state.
+    run = Verification.objects.create(kernel=kernel, status=status, flags=list(flags), gpu_name="NVIDIA H200",
+                                      speedup_eager=speedup_eager, speedup_compile=1.0, runtime_ms=0.25,
+                                      finished_at=timezone.now())
+    kernel_verification_state_refresh(kernel_id=kernel.id)
+    kernel.refresh_from_db()
+    return run
 
 
 def make_archive(tasks=3, kernels_per_task=2, *, with_profiles=False, verify_every=0) -> list[Kernel]:

@@ -14,6 +14,7 @@ from kernels.export.encoders import encode
 from kernels.export.rows import archive_row_batches
 from kernels.export.selectors import ExportFilters, kernels_for_export
 from kernels.models import Kernel, Profile, Verification
+from kernels.services import kernel_verification_state_refresh
 
 from .export_support import import_sample
 
@@ -27,16 +28,19 @@ def sample(sample_path):
 
 def all_rows(filters=ExportFilters(), *, archive_compatible=False, batch_size=500):
     return [row for rows in archive_row_batches(kernels_for_export(filters), archive_compatible=archive_compatible,
-                                                verified_only=filters.verified_only, batch_size=batch_size)
+                                                batch_size=batch_size)
             for row in rows]
 
 
 def verification(kernel, status, *, minutes_ago=0, flags=(), **numbers):
-    return Verification.objects.create(
+    # As the worker does: store the run, then refresh the kernel's verified state.
+    run = Verification.objects.create(
         kernel=kernel, status=status, flags=list(flags), gpu_name="NVIDIA H200", harness_version="1.0",
         finished_at=None if status in ("queued", "running") else timezone.now() - timezone.timedelta(minutes=minutes_ago),
         **numbers,
     )
+    kernel_verification_state_refresh(kernel_id=kernel.id)
+    return run
 
 
 def test_verified_means_the_latest_finished_verification_passed_without_a_blocking_flag(sample):

@@ -1,0 +1,214 @@
+"""The re-verification path from button to stored result, in CPU mode.
+
+In-process (Huey immediate) for the outcomes, then real `run_huey` consumers on Huey's
+SQLite queue and on Redis with PostgreSQL, and a consumer killed mid-job."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+from huey.contrib.djhuey import HUEY
+from rest_framework.authtoken.models import Token
+
+from evaluator import harness_build
+from evaluator.kernel_bundles import bundle_for_kernel, bundle_sha256
+from kernels.models import Kernel, Verification
+from kernels.services import archive_import_file
+
+from .worker_archive import write_worker_archives
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+QUICK_HARNESS = "--no-compile --time-budget 1"
+
+
+@pytest.fixture
+def cpu_worker(settings):
+    settings.VERIFY_DEVICE = "cpu"
+    settings.VERIFY_TIMEOUT_S = 120  # the first build of the honest kernel takes a while on 2 busy cores
+    settings.VERIFY_MEMORY_LIMIT_MB = 3000
+    settings.VERIFY_HARNESS_ARGS = tuple(QUICK_HARNESS.split())
+    # Share compiled extensions with the harness's own tests: builds are keyed by code hash.
+    settings.BUILD_CACHE_DIR = Path(harness_build.default_build_dir())
+    HUEY.immediate = True
+    yield settings
+    HUEY.immediate = False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_button_to_stored_result_and_failures_recorded(cpu_worker, tmp_path, client):
+    archive, pairs = write_worker_archives(tmp_path, behaviours=("crash", "hang", "memory_hog"))
+    archive_import_file(path=archive)
+    archive_import_file(path=pairs)
+    user = User.objects.create_user("engineer", password="pw")
+    client.force_login(user)
+    for kernel in Kernel.objects.all():
+        response = client.post(reverse("kernel_reverify", kwargs={"kernel_id": kernel.id}))
+        assert response.status_code == 302
+
+    results = {v.kernel.name: v for v in Verification.objects.select_related("kernel")}
+    assert set(results) == {"honest_relu_cpu", "crash_kernel", "hang_kernel", "memory_hog_kernel"}
+    honest = results["honest_relu_cpu"]
+    assert (honest.status, honest.attempts, honest.requested_by) == ("passed", 1, user), honest.log
+    assert honest.harness_version and honest.runtime_ms > 0 and honest.max_abs_error == 0.0
+    assert honest.bundle_sha256 == bundle_sha256(bundle_for_kernel(honest.kernel))
+    assert not honest.has_blocking_flag
+    honest.kernel.refresh_from_db()
+    assert honest.kernel.verified and honest.kernel.latest_verification_id == honest.id
+    assert honest.kernel.remeasured_speedup_eager == honest.speedup_eager
+    for name, flag in [("crash_kernel", "segfault"), ("hang_kernel", "timeout"), ("memory_hog_kernel", "out_of_memory")]:
+        run = results[name]
+        assert run.status == "failed", (name, run.log)
+        assert flag in {f["name"] for f in run.flags if f["blocking"]}, (name, run.flags)
+        assert run.finished_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_api_reverify_needs_a_token_and_does_not_duplicate_open_runs(settings, tmp_path, client):
+    HUEY.immediate = False  # leave the job queued: we look at the request side only
+    archive, _ = write_worker_archives(tmp_path)
+    archive_import_file(path=archive)
+    kernel = Kernel.objects.get()
+    url = f"/api/kernels/{kernel.id}/reverify/"
+    assert client.post(url).status_code in (401, 403)
+    token = Token.objects.create(user=User.objects.create_user("api-user"))
+    first = client.post(url, HTTP_AUTHORIZATION=f"Token {token.key}")
+    again = client.post(url, HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert (first.status_code, again.status_code) == (202, 200)
+    assert first.json()["id"] == again.json()["id"] and first.json()["status"] == "queued"
+    assert Verification.objects.count() == 1
+    followed = client.get(f"/api/verifications/{first.json()['id']}/")
+    assert followed.json()["status"] == "queued"
+
+
+def test_bundle_download_is_the_zip_the_worker_runs(db, tmp_path, client):
+    archive, _ = write_worker_archives(tmp_path)
+    archive_import_file(path=archive)
+    kernel = Kernel.objects.get()
+    response = client.get(f"/api/kernels/{kernel.id}/bundle/")
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    assert response["X-Bundle-SHA256"] == bundle_sha256(response.content) == bundle_sha256(bundle_for_kernel(kernel))
+    assert f"kernel-{kernel.id}-bundle.zip" in response["Content-Disposition"]
+
+
+# --- real consumers -------------------------------------------------------------------
+
+def _env(tmp_path: Path, **extra) -> dict:
+    env = dict(os.environ, ARCHIVE_DATA_DIR=str(tmp_path / "data"), ARCHIVE_VERIFY_DEVICE="cpu",
+               ARCHIVE_VERIFY_TIMEOUT_S="120", ARCHIVE_VERIFY_HARNESS_ARGS=QUICK_HARNESS,
+               ARCHIVE_BUILD_CACHE_DIR=harness_build.default_build_dir(), PYTHONUNBUFFERED="1")
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    env.update(extra)
+    return env
+
+
+def _manage(env, *args) -> str:
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _verifications(env) -> list[dict]:
+    code = ("import json; from kernels.models import Verification as V; print(json.dumps(list(V.objects.values("
+            "'kernel__name', 'status', 'attempts', 'flags', 'bundle_sha256', 'worker')), default=str))")
+    return json.loads(_manage(env, "shell", "-c", code).strip().splitlines()[-1])
+
+
+def _start_consumer(env, log_path: Path) -> subprocess.Popen:
+    log = log_path.open("ab")
+    return subprocess.Popen([sys.executable, "manage.py", "run_huey", "--workers", "1"], cwd=REPO, env=env,
+                            stdout=log, stderr=log, start_new_session=True)
+
+
+def _stop(consumer: subprocess.Popen, sig=signal.SIGTERM):
+    try:
+        os.killpg(consumer.pid, sig)
+    except ProcessLookupError:
+        pass
+    consumer.wait(timeout=30)
+
+
+def _wait_for(condition, env, timeout_s=600, every_s=2.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        rows = _verifications(env)
+        if condition(rows):
+            return rows
+        time.sleep(every_s)
+    raise AssertionError(f"condition not met within {timeout_s} s: {rows}")
+
+
+def _finished(rows):
+    return rows and all(row["status"] in ("passed", "failed", "error") for row in rows)
+
+
+def _queue_and_work(env, tmp_path):
+    archive, pairs = write_worker_archives(tmp_path / "in", behaviours=("crash",))
+    _manage(env, "migrate", "-v0")
+    _manage(env, "import_archive", str(archive), "--no-progress")
+    _manage(env, "import_archive", str(pairs), "--no-progress")
+    assert "queued 2 verification(s)" in _manage(env, "reverify", "--all")
+    consumer = _start_consumer(env, tmp_path / "consumer.log")
+    try:
+        rows = _wait_for(_finished, env)
+    finally:
+        _stop(consumer)
+    by_name = {row["kernel__name"]: row for row in rows}
+    assert by_name["honest_relu_cpu"]["status"] == "passed", (tmp_path / "consumer.log").read_text()[-3000:]
+    assert by_name["crash_kernel"]["status"] == "failed"
+    assert "segfault" in {flag["name"] for flag in by_name["crash_kernel"]["flags"]}
+    # The worker carried on after the crash, and each job was recorded once.
+    assert [row["attempts"] for row in rows] == [1, 1] and len(rows) == 2
+    return rows
+
+
+def test_consumer_on_huey_sqlite(tmp_path):
+    _queue_and_work(_env(tmp_path), tmp_path)
+
+
+@pytest.mark.postgres_and_redis
+def test_consumer_on_redis_with_postgresql(tmp_path):
+    import psycopg
+
+    name = f"worker_test_{uuid.uuid4().hex[:8]}"
+    admin = os.environ.get("TEST_POSTGRES_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        env = _env(tmp_path, DATABASE_URL=admin.rsplit("/", 1)[0] + f"/{name}",
+                   REDIS_URL=os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15"),
+                   HUEY_QUEUE_NAME=f"kernel-archive-test-{name}")
+        rows = _queue_and_work(env, tmp_path)
+        assert all(row["worker"] for row in rows)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_a_worker_killed_mid_job_is_retried_once_and_recorded_once(tmp_path):
+    env = _env(tmp_path, ARCHIVE_VERIFY_STALE_AFTER_S="4", ARCHIVE_VERIFY_HEARTBEAT_S="1")
+    _, pairs = write_worker_archives(tmp_path / "in", behaviours=("slow",))
+    _manage(env, "migrate", "-v0")
+    _manage(env, "import_archive", str(pairs), "--no-progress")
+    _manage(env, "reverify", "--all")
+    first = _start_consumer(env, tmp_path / "first.log")
+    try:
+        _wait_for(lambda rows: rows and rows[0]["status"] == "running", env, timeout_s=120, every_s=0.5)
+    finally:
+        _stop(first, signal.SIGKILL)  # the worker dies mid-job
+    time.sleep(5)  # its heartbeat goes stale
+    second = _start_consumer(env, tmp_path / "second.log")
+    try:
+        rows = _wait_for(_finished, env, timeout_s=300)
+    finally:
+        _stop(second)
+    assert len(rows) == 1, rows
+    assert rows[0]["attempts"] == 2 and rows[0]["status"] in ("passed", "failed"), rows
