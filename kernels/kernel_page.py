@@ -3,7 +3,7 @@ from . import selectors
 from .charts import speed_of_light
 from .diffing import code_diff
 from .highlight import kernel_source_html, python_source_html
-from .models import Profile, Verification
+from .models import Profile
 from .profile_tables import clang_tidy_groups, ncu_metric_values, ncu_sections, torch_profile_rows
 
 PROFILE_ORDER = {Profile.Kind.NCU: 0, Profile.Kind.TORCH: 1, Profile.Kind.CLANG_TIDY: 2}
