@@ -201,35 +201,39 @@ def run_archive(args, env):
 
 
 KB_STYLE = r"""
-import json, sys, torch
+import json, sys, time, torch
 sys.path.insert(0, {here!r})
 import harness_build as build, harness_inputs as inp
-ref_src, cand_src, kind, fn_src, build_dir = {args!r}
+ref_src, cand_src, kind, fn_src, build_dir, device = {args!r}
 ref = build.module_from_source(ref_src, "reference", build_dir)
-inp.seed_everything(42)
 init = inp.make_init_inputs(ref)
-inputs = inp.make_inputs(ref, 42, "cuda")
+inputs = inp.make_inputs(ref, 42, device)
 if kind == "cuda_forward":
-    ext, _ = build.build_cuda_forward(cand_src, "cuda", build_dir, [])
+    ext, _ = build.build_cuda_forward(cand_src, device, build_dir, [])
     if fn_src:
         fmod = build.module_from_source(fn_src, "functional", build_dir)
-        inp.seed_everything(42); fmodel = fmod.Model(*init).cuda()
+        inp.seed_everything(42); fmodel = fmod.Model(*init).to(device)
         call = lambda: fmodel(*inputs, fn=ext.forward)
     else:
         call = lambda: ext.forward(*inputs)
 else:
     cmod = build.module_from_source(cand_src, "candidate", build_dir)
-    inp.seed_everything(42); model = cmod.ModelNew(*init).cuda()
+    inp.seed_everything(42); model = cmod.ModelNew(*init).to(device)
     call = lambda: model(*inputs)
+cuda = device == "cuda"
 with torch.no_grad():
     for _ in range(3):
         call()
-    torch.cuda.synchronize()
+    if cuda:
+        torch.cuda.synchronize()
     times = []
     for _ in range(100):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); call(); e.record(); torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
+        if cuda:
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record(); call(); e.record(); torch.cuda.synchronize()
+            times.append(s.elapsed_time(e))
+        else:
+            t0 = time.perf_counter(); call(); times.append((time.perf_counter() - t0) * 1e3)
 print(json.dumps({{"mean_ms": sum(times) / len(times), "min_ms": min(times), "max_ms": max(times)}}))
 """
 
@@ -245,7 +249,7 @@ def run_timing_quality(args, env):
         medians.append(((doc.get("timings") or {}).get("candidate") or {}).get("median_ms"))
         srcs = [open(p).read() if p else None for p in (ref, cand)] + [entry["kind"],
                                                                       open(fn).read() if fn else None,
-                                                                      args.build_dir]
+                                                                      args.build_dir, args.device]
         script = KB_STYLE.format(here=HERE, args=tuple(srcs))
         out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
                              timeout=args.timeout)
@@ -279,7 +283,8 @@ def main(argv=None):
     p.add_argument("--no-timing", action="store_true")
     p.add_argument("--per-doc", action="store_true")
     p.add_argument("--archive")
-    p.add_argument("--functional-dir")
+    p.add_argument("--functional-dir", default=os.path.join(HERE, "functional_forms"),
+                   help="level<L>_task<T>.py functional forms (default: evaluator/functional_forms)")
     p.add_argument("--limit", type=int)
     p.add_argument("--timing-quality")
     p.add_argument("--processes", type=int, default=5)
