@@ -33,6 +33,9 @@ def kernel_page_context(kernel_id: int) -> dict:
                                                       key=lambda p: (PROFILE_ORDER.get(p.kind, 9), p.origin))],
         "verifications": verifications,
         "verified": kernel.verified,
+        # The run the kernel's verified state comes from, and a run still in progress.
+        "latest_verification": next((v for v in verifications if v.id == kernel.latest_verification_id), None),
+        "open_verification": next((v for v in verifications if v.status in ("queued", "running")), None),
     }
 
 
