@@ -17,6 +17,8 @@ COLUMNS = [
     "NCU_Profile", "Torch_Profile", "Clang_Tidy", "__index_level_0__",
 ]
 OPTIONAL_COLUMNS = {"PyTorch_Code_Functional", "Torch_Profile", "__index_level_0__"}
+# Columns this site's own exports add (docs/export.md); read back so a round trip keeps them.
+KINDS = ("cuda_forward", "model_new")
 PROFILE_COLUMNS = {"NCU_Profile": "ncu", "Torch_Profile": "torch", "Clang_Tidy": "clang_tidy"}
 
 # The archive's clang-tidy output names the file it linted, whose path carries the
@@ -46,9 +48,10 @@ def archive_row_to_record(row: dict, *, hardware: str = "") -> KernelRecord:
         reference_code=fields.text(row, "PyTorch_Code_Module"),
         functional_code=fields.text(row, "PyTorch_Code_Functional", required=False) or "",
         name=fields.text(row, "Kernel_Name", max_length=255),
-        kind="cuda_forward",
+        kind=_kind(row),
         code=fields.text(row, "CUDA_Code"),
-        experiment=_experiment(profiles),
+        experiment=fields.text(row, "Experiment", required=False, allow_empty=True, max_length=255)
+        or _experiment(profiles),
         archive_index=fields.integer(row, "__index_level_0__", required=False),
         claimed_runtime_ms=fields.number(row, "CUDA_Runtime"),
         claimed_native_runtime_ms=fields.number(row, "PyTorch_Native_Runtime"),
@@ -58,9 +61,16 @@ def archive_row_to_record(row: dict, *, hardware: str = "") -> KernelRecord:
         claimed_correct=correct,
         claimed_max_diff=fields.number(row, "Max_Diff"),
         error_text=fields.text(row, "Error", required=False, allow_empty=True) or "",
-        hardware=hardware,
+        hardware=fields.text(row, "Hardware", required=False, allow_empty=True, max_length=128) or hardware,
         profiles=profiles,
     )
+
+
+def _kind(row: dict) -> str:
+    kind = fields.text(row, "Kernel_Kind", required=False) or "cuda_forward"
+    if kind not in KINDS:
+        raise fields.FieldProblem("Kernel_Kind", f"must be one of {', '.join(KINDS)}, got {kind[:40]!r}")
+    return kind
 
 
 def _profile(row: dict, column: str, kind: str) -> ProfileRecord | None:

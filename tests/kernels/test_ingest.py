@@ -252,3 +252,16 @@ def test_rows_of_neither_schema_are_refused(tmp_path):
     path = write_jsonl(tmp_path / "other.jsonl", [{"hello": "world"}])
     with pytest.raises(ValueError, match="cannot tell the format"):
         archive_import_file(path=path)
+
+
+def test_columns_of_our_own_exports_are_read_back(tmp_path, sample_rows):
+    row = dict(sample_rows[0], Kernel_Kind="model_new", Hardware="NVIDIA L40S", Experiment="exp-7",
+               CUDA_Code="import torch\nclass ModelNew(torch.nn.Module):\n    pass\n")
+    archive_import_file(path=write_jsonl(tmp_path / "export.jsonl", [row]), hardware="ignored when the row says")
+    kernel = Kernel.objects.get()
+    assert (kernel.kind, kernel.hardware, kernel.experiment) == ("model_new", "NVIDIA L40S", "exp-7")
+
+
+def test_unknown_kernel_kind_is_rejected(tmp_path, sample_rows):
+    with pytest.raises(IngestError, match="field 'Kernel_Kind': must be one of cuda_forward, model_new"):
+        archive_import_file(path=write_jsonl(tmp_path / "k.jsonl", [dict(sample_rows[0], Kernel_Kind="triton")]))
