@@ -141,6 +141,14 @@ def manage(work: Path, *command) -> float:
 def stage_scale(args, work: Path, state: dict) -> None:
     print(f"== scale ({args.rows:,} generated kernels, SQLite)")
     rows = list(generate(load_sample(DEFAULT_SAMPLE), args.rows, seed=0))
+    if args.reuse:
+        print(f"  reusing the database and index built earlier in {work}")
+    else:
+        build_scale_archive(args, work, rows)
+    _scale_quality(args, work, state, rows)
+
+
+def build_scale_archive(args, work: Path, rows) -> None:
     archive = work / "archive.jsonl"
     archive.write_text("".join(json.dumps(row) + "\n" for row in rows))
     manage(work, "migrate", "-v0")
@@ -155,6 +163,8 @@ def stage_scale(args, work: Path, state: dict) -> None:
     report("scale.rebuild_unchanged_s", time.perf_counter() - started,
            f"build_index again (nothing to embed, index rebuilt): {time.perf_counter() - started:.1f} s")
 
+
+def _scale_quality(args, work: Path, state: dict, rows) -> None:
     _django(work)
     from kernels.models import Kernel
     from search.services import stored_embeddings
@@ -259,12 +269,14 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=30000)
     parser.add_argument("--subset", type=int, default=3000, help="generated kernels to compare representations on")
     parser.add_argument("--million", type=int, default=1_000_000)
+    parser.add_argument("--reuse", type=Path, default=None,
+                        help="a work folder of an earlier run (its data/ database and index): skip import and build_index")
     parser.add_argument("--json", type=Path, default=REPO / "bench" / "out" / "bench_search.json")
     args = parser.parse_args(argv)
     stages = set(args.stages.split(","))
     state: dict = {}
     with tempfile.TemporaryDirectory(prefix="bench_search_") as folder:
-        work = Path(folder)
+        work = args.reuse or Path(folder)
         if "sample" in stages:
             stage_sample(args)
         if stages & {"scale", "latency", "umap"}:
