@@ -159,7 +159,9 @@ def markdown_table(summary):
 
 
 def run_archive(args, env):
-    """Later phase: re-verify archive rows (AI CUDA Engineer schema) given functional forms."""
+    """Re-verify archive rows (AI CUDA Engineer schema) given functional forms: every row
+    untimed in parallel (builds and correctness), then the rows that passed timed one at a
+    time on the same cached builds, so timings are never disturbed by other work."""
     rows = []
     with open(args.archive) as fh:
         for line in fh:
@@ -168,36 +170,57 @@ def run_archive(args, env):
     rows = rows[: args.limit] if args.limit else rows
     work = os.path.join(args.out, "archive_inputs")
     os.makedirs(work, exist_ok=True)
+    results = [_archive_entry(i, row, _archive_inputs(work, i, row, args.functional_dir)) for i, row in enumerate(rows)]
+    timing_extra = ["--time-budget", str(args.time_budget)] + (["--no-compile"] if args.no_compile else [])
 
-    def one(i_row):
-        i, row = i_row
-        base = os.path.join(work, "row%05d" % i)
-        ref, cand = base + "_ref.py", base + "_kernel.cu"
-        with open(ref, "w") as fh:
-            fh.write(row["PyTorch_Code_Module"])
-        with open(cand, "w") as fh:
-            fh.write(row["CUDA_Code"])
-        fn = None
-        if row.get("PyTorch_Code_Functional"):
-            fn = base + "_functional.py"
-            with open(fn, "w") as fh:
-                fh.write(row["PyTorch_Code_Functional"])
-        elif args.functional_dir:
-            guess = os.path.join(args.functional_dir, "level%s_task%s.py" % (row["Level_ID"], row["Task_ID"]))
-            fn = guess if os.path.exists(guess) else None
-        doc = run_one(harness_argv(ref, cand, "cuda_forward", args.device, args.build_dir, fn, not args.no_timing),
-                      args.timeout, env)
-        claimed = {k: row.get(k) for k in ("CUDA_Runtime", "PyTorch_Native_Runtime", "PyTorch_Compile_Runtime",
-                                            "CUDA_Speedup_Native", "CUDA_Speedup_Compile", "Correct", "Max_Diff")}
-        print("row %d %s: %s" % (i, row.get("Kernel_Name"), doc.get("verdict")), flush=True)
-        return {"index": i, "level": row.get("Level_ID"), "task": row.get("Task_ID"), "op": row.get("Op_Name"),
-                "kernel": row.get("Kernel_Name"), "claimed": claimed, "document": trim(doc, 1500)}
+    def run(result, timed):
+        ref, cand, fn = result["_paths"]
+        doc = run_one(harness_argv(ref, cand, "cuda_forward", args.device, args.build_dir, fn, timed,
+                                   timing_extra if timed else ()), args.timeout, env)
+        result["timed_document" if timed else "document"] = trim(doc, 1500)
+        print("row %d %s (%s): %s" % (result["index"], result["kernel"], "timed" if timed else "untimed",
+                                      doc.get("verdict")), flush=True)
 
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(one, enumerate(rows)))
-    with open(os.path.join(args.out, "archive_results.json"), "w") as fh:
-        json.dump(results, fh, indent=1, default=str)
+        list(pool.map(lambda r: run(r, False), results))
+    _write_archive_results(args.out, results)
+    if not args.no_timing:
+        to_time = [r for r in results if r["document"].get("verdict") == "passed"]
+        with cf.ThreadPoolExecutor(max_workers=args.timed_jobs) as pool:
+            list(pool.map(lambda r: run(r, True), to_time))
+        _write_archive_results(args.out, results)
     return results
+
+
+def _archive_inputs(work, i, row, functional_dir):
+    base = os.path.join(work, "row%05d" % i)
+    ref, cand = base + "_ref.py", base + "_kernel.cu"
+    with open(ref, "w") as fh:
+        fh.write(row["PyTorch_Code_Module"])
+    with open(cand, "w") as fh:
+        fh.write(row["CUDA_Code"])
+    fn = None
+    if row.get("PyTorch_Code_Functional"):
+        fn = base + "_functional.py"
+        with open(fn, "w") as fh:
+            fh.write(row["PyTorch_Code_Functional"])
+    elif functional_dir:
+        guess = os.path.join(functional_dir, "level%s_task%s.py" % (row["Level_ID"], row["Task_ID"]))
+        fn = guess if os.path.exists(guess) else None
+    return ref, cand, fn
+
+
+def _archive_entry(i, row, paths):
+    claimed = {k: row.get(k) for k in ("CUDA_Runtime", "PyTorch_Native_Runtime", "PyTorch_Compile_Runtime",
+                                        "CUDA_Speedup_Native", "CUDA_Speedup_Compile", "Correct", "Max_Diff")}
+    return {"index": i, "level": row.get("Level_ID"), "task": row.get("Task_ID"), "op": row.get("Op_Name"),
+            "kernel": row.get("Kernel_Name"), "claimed": claimed, "_paths": paths}
+
+
+def _write_archive_results(out, results):
+    public = [{k: v for k, v in r.items() if not k.startswith("_")} for r in results]
+    with open(os.path.join(out, "archive_results.json"), "w") as fh:
+        json.dump(public, fh, indent=1, default=str)
 
 
 KB_STYLE = r"""
