@@ -13,7 +13,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/kernel_archive
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 PYTEST := $(PY) -m pytest
 
-.PHONY: install browser demo test test-sqlite test-postgres migrate import serve bench
+.PHONY: install browser demo test test-sqlite test-postgres migrate import index serve bench
 
 install: $(VENV)/.installed
 
@@ -29,7 +29,11 @@ migrate: install
 import: migrate
 	$(PY) manage.py import_archive "$(SAMPLE)" --hardware "$(SAMPLE_HARDWARE)"
 
-demo: import
+index: import
+	$(PY) manage.py build_index
+	$(PY) manage.py build_map
+
+demo: index
 	$(PY) manage.py collectstatic --noinput -v0
 	@echo "Serving http://$(HOST):$(PORT)/ with a worker; Ctrl-C stops both."
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} bash -c 'trap "kill 0" EXIT; $(PY) manage.py run_huey & $(PY) manage.py runserver $(HOST):$(PORT) --noreload'
@@ -40,12 +44,13 @@ test: install browser test-sqlite test-postgres
 browser:
 	bash scripts/install_chromium.sh
 
+# Tests keep their queue, index and media files out of ./data.
 test-sqlite:
-	$(PYTEST) -m "not postgres" -q
+	ARCHIVE_DATA_DIR=$$(mktemp -d) $(PYTEST) -m "not postgres" -q
 
 # The scale-out path against the real servers on 127.0.0.1.
 test-postgres:
-	DATABASE_URL=$(TEST_DATABASE_URL) $(PYTEST) -q tests/kernels
+	ARCHIVE_DATA_DIR=$$(mktemp -d) DATABASE_URL=$(TEST_DATABASE_URL) $(PYTEST) -q -m "not browser and not slow" tests/kernels tests/search
 
 bench: install
 	$(PY) bench/run.py

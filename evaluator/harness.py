@@ -66,6 +66,16 @@ def _stage_writer():
     return stage
 
 
+def _candidate_failure_name(message):
+    """The flag for an exception the candidate raised: its cause when we can tell it."""
+    lowered = message.lower()
+    if "out of memory" in lowered or "can't allocate" in lowered or "memoryerror" in lowered:
+        return "out_of_memory"
+    if "illegal memory access" in lowered:
+        return "illegal_memory_access"
+    return "runtime_error"
+
+
 def _instantiate(cls, init_inputs, device):
     inp.seed_everything(INIT_SEED)
     model = cls(*copy.deepcopy(init_inputs))
@@ -99,9 +109,8 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
     except HarnessError as exc:
         doc["verdict"], doc["error"] = "error", str(exc)
     except trials_mod.CandidateError as exc:
-        name = "out_of_memory" if "out of memory" in str(exc).lower() or "can't allocate" in str(exc) else (
-            "illegal_memory_access" if "illegal memory access" in str(exc).lower() else "runtime_error")
-        ctx.add_flag(checks.flag(name, True, "the candidate raised: %s" % str(exc)[-1500:]))
+        ctx.add_flag(checks.flag(_candidate_failure_name(str(exc)), True,
+                                 "the candidate raised: %s" % str(exc)[-1500:]))
         doc["verdict"] = "failed"
     except Exception as exc:  # the harness itself broke: say so, never pretend a verdict
         doc["verdict"], doc["error"] = "error", "%s: %s\n%s" % (type(exc).__name__, exc, traceback.format_exc()[-3000:])

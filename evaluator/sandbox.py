@@ -30,8 +30,22 @@ CANDIDATE_STAGES = {"candidate_load", "candidate_call", "candidate_settle", "tim
 LOG_TAIL = 8000
 
 
+def _die_with_parent():
+    """Linux: the harness is killed when the process that started it dies (a worker killed
+    mid-job must not leave an orphan holding the GPU while its job is re-run elsewhere)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the timeout still holds
+        pass
+
+
 def _limits(cpu_seconds, address_space):
     def apply():
+        _die_with_parent()
         if resource is None:
             return
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -1,4 +1,6 @@
 """Everything the kernel page shows, assembled from a handful of reads (no per-row queries)."""
+from search.selectors import related_kernels
+
 from . import selectors
 from .charts import speed_of_light
 from .diffing import code_diff
@@ -32,6 +34,7 @@ def kernel_page_context(kernel_id: int) -> dict:
         "profiles": [_profile_view(p) for p in sorted(kernel.profiles.all(),
                                                       key=lambda p: (PROFILE_ORDER.get(p.kind, 9), p.origin))],
         "verifications": verifications,
+        "related": related_kernels(kernel.id),
         "verified": kernel.verified,
         # The run the kernel's verified state comes from, and a run still in progress.
         "latest_verification": next((v for v in verifications if v.id == kernel.latest_verification_id), None),
