@@ -27,6 +27,7 @@ migrate: install
 	$(PY) manage.py migrate --noinput
 
 import: migrate
+	@test -e "$(SAMPLE)" || { echo "no archive at $(SAMPLE): run make demo SAMPLE=path/to/archive.jsonl"; exit 2; }
 	$(PY) manage.py import_archive "$(SAMPLE)" --hardware "$(SAMPLE_HARDWARE)"
 
 index: import
