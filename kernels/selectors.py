@@ -55,7 +55,8 @@ def kernel_list_rows(queryset):
     return queryset.select_related("task").only(*KERNEL_LIST_FIELDS)
 
 
-def _filter_kernels(queryset, query: LeaderboardQuery, *, with_task_filters: bool = True):
+def filter_kernels(queryset, query: LeaderboardQuery, *, with_task_filters: bool = True):
+    """The leaderboard's row filters; exports apply the same ones (kernels/export/selectors.py)."""
     if with_task_filters and query.level:
         queryset = queryset.filter(task__level=query.level)
     if with_task_filters and query.op_name:
@@ -77,7 +78,7 @@ def leaderboard_kernels(query: LeaderboardQuery):
     """The leaderboard as a lazy kernel queryset: every matching kernel (show_kernels) or
     each task's best matching kernel, correct ones first, best by the chosen sort."""
     if query.show_kernels:
-        kernels = _filter_kernels(Kernel.objects.all(), query)
+        kernels = filter_kernels(Kernel.objects.all(), query)
     else:
         kernels = Kernel.objects.filter(id__in=best_kernel_ids(query))
     return kernel_list_rows(kernels).order_by(*LIST_ORDER[query.sort])
@@ -91,7 +92,7 @@ def best_kernel_ids(query: LeaderboardQuery) -> list[int]:
     index range scan on (task, claimed_correct, metric); only tasks without one fall back
     to their best kernel of any kind (COALESCE evaluates the fallback lazily)."""
     metric = "speedup_native" if query.sort == "task" else query.sort
-    matching = _filter_kernels(Kernel.objects.filter(task=OuterRef("pk")), query, with_task_filters=False)
+    matching = filter_kernels(Kernel.objects.filter(task=OuterRef("pk")), query, with_task_filters=False)
     # Ranking by re-measured numbers: "correct" means verified by our harness, not claimed.
     trusted = {"verified": True} if metric == "remeasured_speedup" else {"claimed_correct": True}
     best_correct = matching.filter(**trusted, **{f"{SORT_METRIC_FIELDS[metric]}__isnull": False})

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 from django.db.models import F, QuerySet
 
+from ..filters import LeaderboardQuery
 from ..models import Kernel, Task, Verification
+from ..selectors import filter_kernels
 from ..techniques import TECHNIQUES
 
 FINISHED_STATUSES = (Verification.Status.PASSED, Verification.Status.FAILED, Verification.Status.ERROR)
@@ -55,21 +57,14 @@ def kernels_for_export(filters: ExportFilters, *, level: int | None = None) -> Q
     """Kernels matching the filters (and `level`, for one split), in a stable order:
     level, task number, kernel id."""
     kernels = Kernel.objects.all()
-    for wanted_level in {filters.level, level} - {None}:
-        kernels = kernels.filter(task__level=wanted_level)
-    if filters.correct_only:
-        kernels = kernels.filter(claimed_correct=True)
-    if filters.op_name_contains:
-        kernels = kernels.filter(task__op_name__icontains=filters.op_name_contains)
-    if filters.technique:
-        kernels = kernels.filter(technique_tags__contains=f",{filters.technique},")
-    if filters.hardware:
-        kernels = kernels.filter(hardware=filters.hardware)
-    if filters.experiment:
-        kernels = kernels.filter(experiment=filters.experiment)
-    if filters.verified_only:
-        kernels = kernels.filter(verified=True)
-    return kernels.order_by("task__level", "task__task_number", "id")
+    if level is not None:
+        kernels = kernels.filter(task__level=level)
+    query = LeaderboardQuery(
+        level=filters.level, correct_only=filters.correct_only, verified_only=filters.verified_only,
+        hardware=filters.hardware, op_name=filters.op_name_contains, technique=filters.technique,
+        experiment=filters.experiment,
+    )
+    return filter_kernels(kernels, query).order_by("task__level", "task__task_number", "id")
 
 
 def export_levels(filters: ExportFilters) -> list[int]:
