@@ -171,6 +171,9 @@ def _run(doc, ctx, reference_src, candidate_src, kind, functional_src, device, t
     if kind == "cuda_forward" and fn_model is None and has_state:
         raise HarnessError("the reference Model has parameters/buffers, so a cuda_forward kernel needs the task's "
                            "functional form (--functional) to receive them")
+    if device == "cpu" and static.needs_cuda(candidate_src, kind):
+        raise HarnessError("this candidate is CUDA code: run it with --device cuda (a CPU run verifies only "
+                           "C++-only candidates); no verdict on its correctness was reached")
     # Static scan first: it needs nothing to run.
     sflags, doc["checks"]["static"] = static.scan(candidate_src, kind, device)
     for f in sflags:

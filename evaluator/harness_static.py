@@ -76,6 +76,16 @@ def _blank(text):
     return "".join(ch if ch == "\n" else " " for ch in text)
 
 
+_CUDA_ONLY = re.compile(r"__global__|__device__|<<<|\bcuda_sources\s*=|#include\s*<cuda|\bcuda[A-Z]\w*\s*\(")
+
+
+def needs_cuda(src, kind):
+    """Does this candidate contain CUDA device code (or build some)? Such code cannot be
+    judged on the CPU: a CPU run would only report that the host compiler rejects it."""
+    text = strip_python_comments(src) if kind == "model_new" else strip_cpp_comments(src)
+    return bool(_CUDA_ONLY.search(text))
+
+
 def strip_cpp_comments(src):
     """Blank // and /* */ comments (newlines kept, so line numbers hold); keep literals."""
     out, i, n = [], 0, len(src)

@@ -47,3 +47,18 @@ def test_the_sandboxed_process_dies_with_the_process_that_started_it(tmp_path):
         time.sleep(0.1)
     os.kill(child, signal.SIGKILL)
     pytest.fail("the sandboxed child outlived its parent")
+
+
+def test_cuda_code_on_the_cpu_is_an_error_not_a_failed_kernel():
+    import json
+    from pathlib import Path
+
+    suite = Path(__file__).resolve().parents[2] / "evaluator" / "cheat_suite"
+    # In a process of its own: the harness installs its own CPU allocator where it runs.
+    done = subprocess.run([sys.executable, "-m", "evaluator.harness", "--reference", str(suite / "tasks" / "relu.py"),
+                           "--candidate", str(suite / "candidates" / "honest_relu.cu"), "--kind", "cuda_forward",
+                           "--device", "cpu", "--no-timing"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc = json.loads(done.stdout[done.stdout.index("{"):])
+    assert doc["verdict"] == "error" and "--device cuda" in doc["error"]
+    assert not any(flag["name"] == "build_failed" for flag in doc["flags"])
