@@ -1,0 +1,305 @@
+"""Lint a kernel's source with clang-tidy the way the archive did (no Django).
+
+The archive's Clang_Tidy column is ``{'stdout', 'stderr', 'errored'}`` from clang-tidy 20
+run on each ``base.cu`` as CUDA compiled for the host only, against torch's headers and a
+CUDA toolkit at /usr/local/cuda. Its 102-row sample names only these checks:
+bugprone-narrowing-conversions, bugprone-easily-swappable-parameters,
+bugprone-macro-parentheses, bugprone-implicit-widening-of-multiplication-result,
+performance-unnecessary-value-param, performance-unnecessary-copy-initialization,
+concurrency-mt-unsafe, clang-analyzer-deadcode.DeadStores and clang-diagnostic-error; no
+readability-, modernize-, misc- or cppcoreguidelines- check (they would fire on nearly every
+kernel), and no alias pairs such as ``[bugprone-narrowing-conversions,cppcoreguidelines-...]``.
+So CHECKS below is clang-tidy's defaults (clang-diagnostic-*, clang-analyzer-*) plus the
+bugprone, performance and concurrency groups.
+
+How a source is linted:
+- ``model_new`` kernels are Python: nothing to lint, ``None``.
+- ``cuda_forward`` sources with CUDA constructs go in ``kernel.cu`` and are linted with
+  ``-x cuda --cuda-host-only``; pure C++ (the CPU candidates) goes in ``kernel.cpp``.
+- torch's and Python's include dirs are passed with ``-isystem`` (as torch's own extension
+  builds do), so warnings inside those headers are counted as "non-user code" and
+  suppressed; only the kernel's own file is reported.
+- With a CUDA toolkit (CUDA_HOME / CUDA_PATH, /usr/local/cuda, or nvcc on PATH) clang uses
+  it through ``--cuda-path``. Two headers that a partial install may lack are supplied as
+  stubs in a compat dir: ``curand_mtgp32_kernel.h`` (clang's CUDA wrapper force-includes it;
+  CUDA 13 ships curand separately) and ``c10/cuda/impl/cuda_cmake_macros.h`` (generated only
+  in CUDA builds of torch). CUDA 13's ``include/cccl`` (thrust, cub) is added when present.
+- Without a toolkit (CI) clang runs with ``-nocudainc -nocudalib`` and a small stub of the
+  CUDA runtime (qualifiers, threadIdx/blockIdx/... from clang's own builtin-vars header,
+  dim3, streams, errors, common intrinsics and atomics). The checks that matter here
+  (narrowing from ``threadIdx.x``, swappable parameters, macro parentheses, tensors by value)
+  then give the same warnings as with a toolkit, but any CUDA API outside the stub is a
+  ``clang-diagnostic-error``; ``errored`` is then true and stderr says the stub was used.
+
+Output paths are rewritten from the temp dir to the bare file name (``kernel.cu:LINE:COL``),
+so the kernel page can anchor warnings to its own line numbers.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+CHECKS = ",".join(
+    [
+        "clang-diagnostic-*",
+        "clang-analyzer-*",
+        "bugprone-*",
+        "performance-*",
+        "concurrency-*",
+    ]
+)
+TORCH_DEFINES = ["-DTORCH_EXTENSION_NAME=kernel", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+_CUDA_CONSTRUCT = re.compile(
+    r"__global__|__device__|__shared__|<<<|\bthreadIdx\b|\bblockIdx\b|#\s*include\s*[<\"](?:cuda|ATen/cuda|c10/cuda)"
+)
+_NO_TOOLKIT_NOTE = (
+    "note: no CUDA toolkit was found (CUDA_HOME, CUDA_PATH, /usr/local/cuda, nvcc on PATH); "
+    "clang-tidy ran with -nocudainc and the project's minimal stub of the CUDA runtime "
+    "(evaluator/clang_tidy.py), so errors about CUDA names or headers may come from the stub, "
+    "not from the kernel.\n"
+)
+
+
+def run_clang_tidy(source: str, *, kind: str, timeout_s: float = 120, cuda_home: str | None = "auto") -> dict | None:
+    """``{'stdout', 'stderr', 'errored'}`` like the archive's column, or None for Python kernels.
+
+    cuda_home: "auto" finds a toolkit; None lints CUDA without one (the stub); a path uses it.
+    Never raises for bad code: a compile error, a timeout or a missing binary is
+    ``errored=True`` with the reason in stderr.
+    """
+    if kind == "model_new":
+        return None
+    if kind != "cuda_forward":
+        raise ValueError(f"unknown kernel kind {kind!r}")
+    is_cuda = bool(_CUDA_CONSTRUCT.search(source or ""))
+    file_name = "kernel.cu" if is_cuda else "kernel.cpp"
+    binary = clang_tidy_binary()
+    if binary is None:
+        return {"stdout": "", "stderr": "clang-tidy is not installed (pip install clang-tidy)\n", "errored": True}
+    toolkit = find_cuda_home() if cuda_home == "auto" else cuda_home
+    with tempfile.TemporaryDirectory(prefix="clang_tidy_") as tmp:
+        work = Path(tmp)
+        (work / file_name).write_text(source or "", encoding="utf-8")
+        compat = work / "compat"
+        flags = _compile_flags(is_cuda, toolkit, compat)
+        command = [binary, file_name, f"-checks=-*,{CHECKS}", "--", *flags]
+        try:
+            done = subprocess.run(
+                command, cwd=work, capture_output=True, text=True, errors="replace", timeout=timeout_s,
+                env=_tool_env(),
+            )
+        except subprocess.TimeoutExpired as exc:
+            return {
+                "stdout": _relative(_text(exc.stdout), work),
+                "stderr": f"clang-tidy did not finish within {timeout_s:g} s and was stopped\n",
+                "errored": True,
+            }
+        except OSError as exc:
+            return {"stdout": "", "stderr": f"clang-tidy could not run: {exc}\n", "errored": True}
+    stdout, stderr = _relative(done.stdout, work), _relative(done.stderr, work)
+    errored = done.returncode != 0 or bool(re.search(r"^\S+:\d+:\d+: (?:fatal )?error: ", stdout, re.M))
+    if is_cuda and toolkit is None:
+        stderr = _NO_TOOLKIT_NOTE + stderr
+    if done.returncode != 0 and not stderr.strip():
+        stderr = f"clang-tidy exited with status {done.returncode}\n"
+    return {"stdout": stdout, "stderr": stderr, "errored": errored}
+
+
+def clang_tidy_binary() -> str | None:
+    """The clang-tidy next to this interpreter (the PyPI package's entry point), else on PATH."""
+    beside = Path(sys.executable).parent / "clang-tidy"
+    return str(beside) if beside.exists() else shutil.which("clang-tidy")
+
+
+def find_cuda_home() -> str | None:
+    """A CUDA toolkit with headers: CUDA_HOME, CUDA_PATH, /usr/local/cuda, then nvcc on PATH."""
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(str(Path(nvcc).resolve().parent.parent))
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "include" / "cuda_runtime.h").is_file():
+            return candidate
+    return None
+
+
+def include_dirs() -> list[str]:
+    """torch's extension include dirs and Python's, as torch.utils.cpp_extension builds use."""
+    from torch.utils.cpp_extension import include_paths
+
+    return [*include_paths(), sysconfig.get_paths()["include"]]
+
+
+def _compile_flags(is_cuda: bool, toolkit: str | None, compat: Path) -> list[str]:
+    torch_dirs = include_dirs()
+    flags = ["-std=c++17", *TORCH_DEFINES]
+    compat_dirs = []
+    if not any((Path(d) / "c10/cuda/impl/cuda_cmake_macros.h").is_file() for d in torch_dirs):
+        _write(compat / "c10/cuda/impl/cuda_cmake_macros.h", "#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+        compat_dirs.append(compat)
+    if is_cuda:
+        flags += ["-x", "cuda", "--cuda-host-only"]
+        if toolkit:
+            flags.append(f"--cuda-path={toolkit}")
+            if not (Path(toolkit) / "include" / "curand_mtgp32_kernel.h").is_file():
+                _write(compat / "curand_mtgp32_kernel.h", "#pragma once\n")
+                compat_dirs.append(compat)
+            cccl = Path(toolkit) / "include" / "cccl"
+            if cccl.is_dir():
+                compat_dirs.append(cccl)
+        else:
+            stub = compat / "cuda_stub"
+            for header in ("cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "device_launch_parameters.h"):
+                _write(stub / header, '#pragma once\n#include "__kernel_lint_cuda_stub.h"\n')
+            _write(stub / "__kernel_lint_cuda_stub.h", CUDA_STUB)
+            flags += ["-nocudainc", "-nocudalib", "-include", str(stub / "__kernel_lint_cuda_stub.h")]
+            compat_dirs.append(stub)
+    seen = []
+    for directory in [*torch_dirs, *map(str, compat_dirs)]:
+        if directory not in seen:
+            seen.append(directory)
+    for directory in seen:
+        flags += ["-isystem", directory]
+    return flags
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _relative(text: str, work: Path) -> str:
+    """Drop the temp dir from paths (its resolved form too: /tmp may be a symlink)."""
+    for prefix in {str(work.resolve()), str(work)}:
+        text = text.replace(prefix + os.sep, "")
+    return text
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _tool_env() -> dict:
+    """clang-tidy needs no credentials: only the path, locale and temp dir."""
+    return {key: value for key, value in os.environ.items() if key in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
+
+
+# The CUDA names kernels use most, for linting without a toolkit: declarations only, enough
+# for clang to parse host and device code; never compiled or run. __CUDACC__ stays undefined
+# so torch's headers take their host-only paths (they would otherwise want cuda_bf16.h...).
+CUDA_STUB = r"""#pragma once
+#pragma clang system_header
+#include <stdlib.h>
+#define __host__ __attribute__((host))
+#define __device__ __attribute__((device))
+#define __global__ __attribute__((global))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __managed__ __attribute__((managed))
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+#include <stddef.h>
+#include <stdint.h>
+struct uint3 { unsigned int x, y, z; };
+struct dim3 {
+  unsigned int x, y, z;
+  __host__ __device__ constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+  __host__ __device__ constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+};
+#include <__clang_cuda_builtin_vars.h>
+extern "C" unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem = 0, void *stream = 0);
+struct __half { unsigned short __x; template <class T> __host__ __device__ operator T() const; };
+struct __nv_bfloat16 { unsigned short __x; template <class T> __host__ __device__ operator T() const; };
+#define __KL_DEV1(name, builtin, T) static __device__ __inline__ T name(T a) { return builtin(a); }
+#define __KL_DEV2(name, builtin, T) static __device__ __inline__ T name(T a, T b) { return builtin(a, b); }
+__KL_DEV2(fmaxf, __builtin_fmaxf, float) __KL_DEV2(fminf, __builtin_fminf, float)
+__KL_DEV2(fmax, __builtin_fmax, double) __KL_DEV2(fmin, __builtin_fmin, double)
+__KL_DEV2(powf, __builtin_powf, float) __KL_DEV2(pow, __builtin_pow, double)
+__KL_DEV1(expf, __builtin_expf, float) __KL_DEV1(exp, __builtin_exp, double)
+__KL_DEV1(logf, __builtin_logf, float) __KL_DEV1(log, __builtin_log, double)
+__KL_DEV1(sqrtf, __builtin_sqrtf, float) __KL_DEV1(sqrt, __builtin_sqrt, double)
+__KL_DEV1(tanhf, __builtin_tanhf, float) __KL_DEV1(tanh, __builtin_tanh, double)
+__KL_DEV1(fabsf, __builtin_fabsf, float) __KL_DEV1(fabs, __builtin_fabs, double)
+__KL_DEV1(erff, __builtin_erff, float) __KL_DEV1(erf, __builtin_erf, double)
+__KL_DEV1(floorf, __builtin_floorf, float) __KL_DEV1(ceilf, __builtin_ceilf, float)
+__KL_DEV1(sinf, __builtin_sinf, float) __KL_DEV1(cosf, __builtin_cosf, float)
+struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+struct int2 { int x, y; };
+struct int4 { int x, y, z, w; };
+__host__ __device__ float2 make_float2(float, float);
+__host__ __device__ float4 make_float4(float, float, float, float);
+typedef struct CUstream_st *cudaStream_t;
+typedef struct CUevent_st *cudaEvent_t;
+typedef enum cudaError { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2 } cudaError_t;
+enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice, cudaMemcpyDefault };
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaPeekAtLastError(void);
+const char *cudaGetErrorString(cudaError_t);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaMalloc(void **, size_t);
+cudaError_t cudaFree(void *);
+cudaError_t cudaMemcpy(void *, const void *, size_t, cudaMemcpyKind);
+cudaError_t cudaMemcpyAsync(void *, const void *, size_t, cudaMemcpyKind, cudaStream_t = 0);
+cudaError_t cudaMemset(void *, int, size_t);
+cudaError_t cudaMemcpyToSymbol(const void *, const void *, size_t, size_t = 0, cudaMemcpyKind = cudaMemcpyHostToDevice);
+template <class T> cudaError_t cudaMemcpyToSymbol(const T &, const void *, size_t, size_t = 0, cudaMemcpyKind = cudaMemcpyHostToDevice);
+cudaError_t cudaStreamCreate(cudaStream_t *);
+cudaError_t cudaStreamDestroy(cudaStream_t);
+cudaError_t cudaStreamSynchronize(cudaStream_t);
+cudaError_t cudaEventCreate(cudaEvent_t *);
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t = 0);
+cudaError_t cudaGetDevice(int *);
+template <class T> cudaError_t cudaMalloc(T **p, size_t n) { return cudaMalloc((void **)p, n); }
+enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone, cudaStreamCaptureStatusActive, cudaStreamCaptureStatusInvalidated };
+cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus *);
+cudaError_t cudaStreamGetPriority(cudaStream_t, int *);
+cudaError_t cudaDeviceGetStreamPriorityRange(int *, int *);
+#define cudaStreamNonBlocking 0x01
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *, unsigned int);
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int = 0);
+cudaError_t cudaEventDestroy(cudaEvent_t);
+cudaError_t cudaEventSynchronize(cudaEvent_t);
+cudaError_t cudaEventElapsedTime(float *, cudaEvent_t, cudaEvent_t);
+__device__ void __syncthreads(void);
+__device__ int __syncthreads_or(int);
+__device__ void __syncwarp(unsigned int = 0xffffffffu);
+__device__ void __threadfence(void);
+template <class T> __device__ T __shfl_sync(unsigned int, T, int, int = 32);
+template <class T> __device__ T __shfl_down_sync(unsigned int, T, unsigned int, int = 32);
+template <class T> __device__ T __shfl_up_sync(unsigned int, T, unsigned int, int = 32);
+template <class T> __device__ T __shfl_xor_sync(unsigned int, T, int, int = 32);
+__device__ unsigned int __ballot_sync(unsigned int, int);
+template <class T> __device__ T __ldg(const T *);
+__device__ float atomicAdd(float *, float);
+__device__ double atomicAdd(double *, double);
+__device__ int atomicAdd(int *, int);
+__device__ unsigned int atomicAdd(unsigned int *, unsigned int);
+__device__ int atomicMax(int *, int);
+__device__ int atomicMin(int *, int);
+__device__ int atomicCAS(int *, int, int);
+__device__ unsigned long long atomicCAS(unsigned long long *, unsigned long long, unsigned long long);
+__device__ int atomicExch(int *, int);
+__device__ float atomicExch(float *, float);
+__device__ float __expf(float);
+__device__ float __logf(float);
+__device__ float __fdividef(float, float);
+__device__ float __frcp_rn(float);
+__device__ float __fmaf_rn(float, float, float);
+__device__ float rsqrtf(float);
+__device__ int __float_as_int(float);
+__device__ float __int_as_float(int);
+__device__ int min(int, int);
+__device__ int max(int, int);
+__device__ float min(float, float);
+__device__ float max(float, float);
+"""
