@@ -142,6 +142,8 @@ VERIFY_HARNESS_ARGS = tuple(os.environ.get("ARCHIVE_VERIFY_HARNESS_ARGS", "").sp
 # A running job whose worker has not heartbeat for this long is re-queued (once).
 VERIFY_STALE_AFTER_S = float(os.environ.get("ARCHIVE_VERIFY_STALE_AFTER_S", "120"))
 VERIFY_HEARTBEAT_S = float(os.environ.get("ARCHIVE_VERIFY_HEARTBEAT_S", "10"))
+# After a verification the worker re-lints the kernel with clang-tidy (docs/worker.md).
+VERIFY_REFRESH_PROFILES = os.environ.get("ARCHIVE_VERIFY_REFRESH_PROFILES", "1").lower() not in ("0", "false", "no", "off", "")
 # The periodic task re-queues kernels whose latest result is older than this.
 REVERIFY_MAX_AGE_DAYS = int(os.environ.get("ARCHIVE_REVERIFY_MAX_AGE_DAYS", "30"))
 BUILD_CACHE_DIR = Path(os.environ.get("ARCHIVE_BUILD_CACHE_DIR", DATA_DIR / "build_cache"))

@@ -21,6 +21,7 @@ from kernels.services import kernel_verification_state_refresh
 
 from .bundle import bundle_sha256
 from .kernel_bundles import bundle_for_kernel
+from .profiles import profile_refresh_clang_tidy
 from .verification_results import fields_from_result
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,11 @@ def verification_run(*, verification_id: int) -> Verification | None:
         **fields_from_result(result), bundle_sha256=sha, finished_at=timezone.now(), heartbeat_at=timezone.now()
     )
     kernel_verification_state_refresh(kernel_id=verification.kernel_id)
+    if settings.VERIFY_REFRESH_PROFILES:
+        try:  # a failure to lint never changes the verification
+            profile_refresh_clang_tidy(kernel_id=verification.kernel_id)
+        except Exception:
+            log.exception("clang-tidy refresh of kernel %s failed", verification.kernel_id)
     verification.refresh_from_db()
     return verification
 

@@ -1,0 +1,27 @@
+"""Writes of the worker's own profiles of a kernel (beside those imported with the archive)."""
+import logging
+
+from kernels.models import Kernel, Profile
+
+from .clang_tidy import run_clang_tidy
+
+log = logging.getLogger(__name__)
+
+
+def profile_refresh_clang_tidy(*, kernel_id: int) -> Profile | None:
+    """Lint the kernel with clang-tidy and store it as its worker-origin clang_tidy profile.
+
+    raw_text follows the archive's convention (Python repr of {'stdout','stderr','errored'});
+    parsed is the same dict. One row per (kernel, kind, origin): a new run replaces the last.
+    None for kernels with nothing to lint (model_new Python modules).
+    """
+    kernel = Kernel.objects.only("id", "kind", "code").get(id=kernel_id)
+    result = run_clang_tidy(kernel.code, kind=kernel.kind)
+    if result is None:
+        return None
+    profile, _ = Profile.objects.update_or_create(
+        kernel_id=kernel_id, kind=Profile.Kind.CLANG_TIDY, origin=Profile.Origin.WORKER,
+        defaults={"raw_text": repr(result), "parsed": result},
+    )
+    log.info("clang-tidy profile of kernel %s stored (errored=%s)", kernel_id, result["errored"])
+    return profile

@@ -1,0 +1,73 @@
+"""The worker's clang-tidy profile: the real clang-tidy (from requirements) on the project's
+C++ candidates, a planted bug and a sample CUDA kernel; stored once per kernel; shown on
+the kernel page."""
+from pathlib import Path
+
+import pytest
+
+from evaluator.clang_tidy import run_clang_tidy
+from evaluator.profile_parsers.clang_tidy import count_by_check, parse_clang_tidy_output
+from kernels.models import Profile
+from tests.kernels.kernel_factories import make_kernel, make_task
+
+CANDIDATES = Path(__file__).resolve().parents[2] / "evaluator" / "cheat_suite" / "candidates"
+PLANTED = """#include <torch/extension.h>
+#define SQUARE(x) x * x
+
+torch::Tensor forward(torch::Tensor x) {
+    int64_t n = x.numel();
+    int half = n / 2;
+    return x * SQUARE(half);
+}
+"""
+
+
+def test_cpu_candidate_and_planted_bugs_are_reported_with_kernel_cpp_lines():
+    honest = run_clang_tidy((CANDIDATES / "honest_relu.cpp").read_text(), kind="cuda_forward")
+    assert set(honest) == {"stdout", "stderr", "errored"} and honest["errored"] is False
+    assert "kernel.cpp:" in honest["stdout"] and "[performance-unnecessary-value-param]" in honest["stdout"]
+    assert "/tmp" not in honest["stdout"] + honest["stderr"]
+
+    planted = run_clang_tidy(PLANTED, kind="cuda_forward")
+    diagnostics = parse_clang_tidy_output(planted["stdout"])
+    counts = count_by_check(diagnostics)
+    assert counts.get("bugprone-macro-parentheses") and counts.get("bugprone-narrowing-conversions")
+    macro = next(d for d in diagnostics if d["check"] == "bugprone-macro-parentheses")
+    assert (macro["file"], macro["line"]) == ("kernel.cpp", 2)
+    narrowing = next(d for d in diagnostics if d["check"] == "bugprone-narrowing-conversions")
+    assert (narrowing["file"], narrowing["line"]) == ("kernel.cpp", 6)
+
+
+def test_python_kernels_have_nothing_to_lint():
+    assert run_clang_tidy("class ModelNew: pass", kind="model_new") is None
+
+
+def test_sample_cuda_kernel_without_a_toolkit_returns_the_archive_structure(sample_rows):
+    source = sample_rows[0]["CUDA_Code"]
+    result = run_clang_tidy(source, kind="cuda_forward", cuda_home=None)
+    assert set(result) == {"stdout", "stderr", "errored"}
+    assert "no CUDA toolkit was found" in result["stderr"]
+    checks = {d["check"] for d in parse_clang_tidy_output(result["stdout"])}
+    assert "bugprone-narrowing-conversions" in checks  # int tx = threadIdx.x, as in the archive
+    assert all(d["file"] == "kernel.cu" for d in parse_clang_tidy_output(result["stdout"]) if d["check"] != "clang-diagnostic-error")
+    if result["errored"]:
+        assert "error" in result["stdout"] + result["stderr"]
+
+
+def test_garbage_never_raises():
+    result = run_clang_tidy("this is not C++ {", kind="cuda_forward")
+    assert result["errored"] is True and "error" in result["stdout"] + result["stderr"]
+
+
+@pytest.mark.django_db
+def test_service_upserts_one_worker_profile_and_the_page_shows_it(client):
+    from evaluator.profiles import profile_refresh_clang_tidy
+
+    kernel = make_kernel(make_task(level=1, number=1), 0, code=PLANTED)
+    profile_refresh_clang_tidy(kernel_id=kernel.id)
+    profile = profile_refresh_clang_tidy(kernel_id=kernel.id)
+    rows = Profile.objects.filter(kernel=kernel, kind=Profile.Kind.CLANG_TIDY, origin=Profile.Origin.WORKER)
+    assert rows.count() == 1 and rows.get().id == profile.id
+    assert profile.raw_text.startswith("{'stdout': ") and profile.parsed["errored"] is False
+    html = client.get(f"/kernels/{kernel.id}/").content.decode()
+    assert "bugprone-narrowing-conversions" in html and 'href="#L-6"' in html
