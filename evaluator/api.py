@@ -63,9 +63,8 @@ def kernel_bundle(request, kernel_id: int):
 def kernel_reverify(request, kernel_id: int):
     """Queue a re-verification (or return the run already queued or running for this kernel)."""
     kernel = get_object_or_404(Kernel, id=kernel_id)
-    already_open = kernel.verifications.filter(status__in=services.OPEN_STATUSES).exists()
-    verification = services.verification_request(kernel=kernel, user=request.user)
-    code = status.HTTP_200_OK if already_open else status.HTTP_202_ACCEPTED
+    verification, created = services.verification_request(kernel=kernel, user=request.user)
+    code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
     return Response(VerificationStatusSerializer(verification).data, status=code)
 
 
@@ -89,6 +88,6 @@ def kernel_reverify_page(request, kernel_id: int):
     if not throttle.allow_request(request, None):
         messages.error(request, "Too many re-verification requests; try again later.")
         return redirect("kernel_detail", kernel_id=kernel.id)
-    verification = services.verification_request(kernel=kernel, user=request.user)
+    verification, _ = services.verification_request(kernel=kernel, user=request.user)
     messages.info(request, f"Verification {verification.id} is {verification.status}.")
     return redirect("kernel_detail", kernel_id=kernel.id)

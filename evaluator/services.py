@@ -29,16 +29,17 @@ MAX_ATTEMPTS = 2  # the first run and one retry after a worker died
 OPEN_STATUSES = (Verification.Status.QUEUED, Verification.Status.RUNNING)
 
 
-def verification_request(*, kernel: Kernel, user=None) -> Verification:
-    """Queue a re-verification, or return the one already queued or running for this kernel."""
+def verification_request(*, kernel: Kernel, user=None) -> tuple[Verification, bool]:
+    """Queue a re-verification; or return the run already queued or running for this kernel.
+    The flag says whether a new run was created."""
     with transaction.atomic():
         Kernel.objects.select_for_update().filter(id=kernel.id).first()  # serialise requests per kernel
         open_run = kernel.verifications.filter(status__in=OPEN_STATUSES).first()
         if open_run:
-            return open_run
+            return open_run, False
         verification = Verification.objects.create(kernel=kernel, requested_by=user)
         _enqueue_on_commit([verification.id])
-    return verification
+    return verification, True
 
 
 def verification_request_bulk(*, kernels, user=None) -> list[int]:

@@ -13,7 +13,6 @@ from .ingest.readers import UnreadableRow, first_row, open_source
 from .ingest.records import KernelRecord
 from .models import Kernel, Profile, Task, Verification
 from .techniques import detect_techniques, encode_tags
-from search.services import queue_index_update
 
 BATCH_SIZE = 500
 MAX_ERRORS_REPORTED = 200
@@ -108,6 +107,8 @@ def archive_import_file(
             kernel_ingest_batch(records=batch, source_archive=summary.source_archive,
                                 summary=summary, task_cache=task_cache)
         # Embed and index the new kernels in the worker once this file's transaction commits.
+        from search.services import queue_index_update  # here: search loads FAISS
+
         queue_index_update(summary.added_kernel_ids)
     return summary
 
