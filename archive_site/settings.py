@@ -51,6 +51,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Refuses bodies over ARCHIVE_MAX_UPLOAD_MB (413) before anything reads them; adds the CSP.
+    "archive_site.security.UploadSizeLimitMiddleware",
+    "archive_site.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -58,6 +61,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Bundle and export downloads of the pages share the API's "downloads" throttle.
+    "archive_site.security.DownloadThrottleMiddleware",
 ]
 
 ROOT_URLCONF = "archive_site.urls"
@@ -157,7 +162,13 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "reverify": os.environ.get("ARCHIVE_THROTTLE_REVERIFY", "30/hour"),
         "downloads": os.environ.get("ARCHIVE_THROTTLE_DOWNLOADS", "120/minute"),
+        # Search embeds the query: per client address when anonymous, per user when signed in.
+        "search_anon": os.environ.get("ARCHIVE_THROTTLE_SEARCH_ANON", "30/minute"),
+        "search_user": os.environ.get("ARCHIVE_THROTTLE_SEARCH_USER", "120/minute"),
     },
+    # Proxies in front of the site (their X-Forwarded-For names the client); 0: REMOTE_ADDR,
+    # and a client's own X-Forwarded-For never picks its throttle bucket.
+    "NUM_PROXIES": int(os.environ.get("ARCHIVE_NUM_PROXIES", "0")),
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
@@ -171,6 +182,41 @@ SPECTACULAR_SETTINGS = {
 }
 
 LOGIN_URL = "/admin/login/"
+
+# --- Uploads (POST /api/imports/, staff only; docs/security.md) ---
+# A request body over this is refused with 413 from its Content-Length, before it is read.
+ARCHIVE_MAX_UPLOAD_MB = int(os.environ.get("ARCHIVE_MAX_UPLOAD_MB", "200"))
+# Form fields and other non-file bodies stay small; uploaded files over 2.5 MB stream to disk.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+FILE_UPLOAD_TEMP_DIR = os.environ.get("ARCHIVE_UPLOAD_TEMP_DIR") or None
+FILE_UPLOAD_PERMISSIONS = 0o600
+
+# --- Security headers (archive_site/security.py adds the Content-Security-Policy) ---
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+# Overridable, e.g. to add a CDN; the default allows only this site's own files.
+ARCHIVE_CSP = os.environ.get("ARCHIVE_CSP", "")
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
+# Production is DEBUG off with a real DJANGO_SECRET_KEY: HTTPS only, secure cookies, HSTS.
+# Without a key (development, the test suite) the site serves plain HTTP, and
+# `check --deploy` reports the development key (archive_site/security.py).
+SECURE_BY_DEFAULT = not DEBUG and bool(os.environ.get("DJANGO_SECRET_KEY"))
+# TLS usually ends at a proxy that sets X-Forwarded-Proto; trust that header only when
+# DJANGO_SECURE_PROXY_SSL_HEADER is on (never without such a proxy in front).
+if _env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = _env_bool("DJANGO_SECURE_SSL_REDIRECT", SECURE_BY_DEFAULT)
+SESSION_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES", SECURE_BY_DEFAULT)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "31536000" if SECURE_BY_DEFAULT else "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_BY_DEFAULT)
+SECURE_HSTS_PRELOAD = _env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
 
 LOGGING = {
     "version": 1,

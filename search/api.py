@@ -1,9 +1,10 @@
 """JSON API of search, related kernels and the map (mounted under /api/)."""
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.decorators import api_view
+from rest_framework.decorators import api_view, throttle_classes
 from rest_framework.response import Response
 
+from archive_site.throttles import SEARCH_THROTTLES
 from kernels.models import Kernel
 
 from . import selectors
@@ -17,6 +18,7 @@ from .forms import MapForm, SearchForm
     responses={200: dict},
 )
 @api_view(["GET"])
+@throttle_classes(SEARCH_THROTTLES)
 def search(request):
     form = SearchForm(request.GET)
     if not form.is_valid():

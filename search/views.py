@@ -1,6 +1,8 @@
 """Search and map pages: validate, call one selector, render."""
 from django.shortcuts import render
 
+from archive_site.throttles import throttled_search_page
+
 from . import selectors
 from .forms import MapForm, SearchForm
 
@@ -9,6 +11,8 @@ def search_page(request):
     form = SearchForm(request.GET or None)
     results = None
     if form.is_valid() and form.cleaned_data["q"]:
+        if throttled := throttled_search_page(request):
+            return throttled
         results = selectors.search_kernels(**form.search_arguments())
     return render(request, "search/search.html", {"form": form, "results": results})
 

@@ -1,0 +1,122 @@
+"""Site-wide defences (docs/security.md): the upload size limit, the Content-Security-Policy
+header, the throttle of page downloads, and a deploy check for the development secret key.
+
+Django 5.2 has no built-in CSP, so ContentSecurityPolicyMiddleware sets one on every
+response. The pages load only this site's own files (static/js/*.js, the vendored
+plotly.min.js, css/*.css) and keep their data in <script type="application/json"> blocks
+(json_script), which a CSP does not execute; no page needs inline scripts or eval.
+"""
+from django.conf import settings
+from django.core import checks
+from django.http import JsonResponse
+
+# Plotly's charts and the map (plotly.min.js v4) set a few style attributes while they draw
+# (style-src-attr); everything else is this site's own files. No 'unsafe-eval', no inline scripts.
+DEFAULT_CSP = "; ".join([
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "style-src-attr 'unsafe-inline'",
+    "img-src 'self' data: blob:",
+    "font-src 'self' data:",
+    "connect-src 'self'",
+    "worker-src 'self' blob:",
+    "object-src 'none'",
+    "base-uri 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+])
+
+DEV_SECRET_KEY_PREFIX = "dev-only-insecure-key"
+
+
+def content_security_policy() -> str:
+    return getattr(settings, "ARCHIVE_CSP", "") or DEFAULT_CSP
+
+
+class ContentSecurityPolicyMiddleware:
+    """Sets Content-Security-Policy on every response that has none of its own."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = content_security_policy()
+        return response
+
+
+def max_upload_bytes() -> int:
+    return int(settings.ARCHIVE_MAX_UPLOAD_MB) * 1024 * 1024
+
+
+def too_large_message(size: int | None = None) -> str:
+    limit = settings.ARCHIVE_MAX_UPLOAD_MB
+    told = f" ({size / 1024 / 1024:.1f} MB)" if size is not None else ""
+    return (f"request body too large{told}: the limit is {limit} MB (ARCHIVE_MAX_UPLOAD_MB); "
+            "import larger archives with `python manage.py import_archive` on a server")
+
+
+class UploadSizeLimitMiddleware:
+    """Answers 413 to any request whose Content-Length is over ARCHIVE_MAX_UPLOAD_MB,
+    before anything (CSRF's form parsing included) reads the body. The import upload's own
+    handler (kernels/upload_api.py) also counts the bytes it actually receives."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return JsonResponse({"detail": "malformed Content-Length header"}, status=400)
+        if length > max_upload_bytes():
+            response = JsonResponse({"detail": too_large_message(length)}, status=413)
+            response["Connection"] = "close"  # the unread body is not worth draining
+            return response
+        return self.get_response(request)
+
+
+# URL names of the downloads served outside DRF's throttled API views: the kernel page's
+# bundle link and the dataset export (which the API's own download throttle does not reach).
+THROTTLED_DOWNLOADS = {"kernel_bundle", "api_kernel_bundle", "export-download"}
+
+
+class DownloadThrottleMiddleware:
+    """Applies the "downloads" rate (ARCHIVE_THROTTLE_DOWNLOADS) per client to every
+    bundle and export download, pages and API alike; 429 with Retry-After past it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        match = getattr(request, "resolver_match", None)
+        if match is None or match.url_name not in THROTTLED_DOWNLOADS:
+            return None
+        from .throttles import DownloadRateThrottle
+
+        throttle = DownloadRateThrottle()
+        if throttle.allow_request(request, None):
+            return None
+        wait = throttle.wait()
+        response = JsonResponse(
+            {"detail": f"too many downloads; try again in {int(wait or 1)} seconds"}, status=429)
+        if wait:
+            response["Retry-After"] = str(int(wait) + 1)
+        return response
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def check_secret_key_is_set(app_configs, **kwargs):
+    """`check --deploy` fails while the site runs on the development key."""
+    if settings.SECRET_KEY.startswith(DEV_SECRET_KEY_PREFIX):
+        return [checks.Warning(
+            "SECRET_KEY is the development key: set DJANGO_SECRET_KEY (50+ random characters).",
+            hint="python -c 'import secrets; print(secrets.token_urlsafe(64))'",
+            id="archive.W001",
+        )]
+    return []

@@ -1,0 +1,60 @@
+"""Throttles of search and downloads (rates in settings.REST_FRAMEWORK, from ARCHIVE_THROTTLE_*).
+
+DRF's throttles read their rates once, when their class is defined; these read them when
+a request is checked, so a changed setting (a test's override) takes effect. The client of
+an anonymous request is its REMOTE_ADDR, or the address NUM_PROXIES (ARCHIVE_NUM_PROXIES)
+proxies in front put into X-Forwarded-For: a client cannot pick its own bucket.
+"""
+from django.core.exceptions import ImproperlyConfigured
+from django.http import HttpResponse
+from rest_framework.settings import api_settings
+from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
+
+
+class _RateFromSettings:
+    def get_rate(self):
+        try:
+            return api_settings.DEFAULT_THROTTLE_RATES[self.scope]
+        except KeyError:
+            raise ImproperlyConfigured(f"no throttle rate for scope {self.scope!r} in REST_FRAMEWORK") from None
+
+
+class SearchAnonThrottle(_RateFromSettings, AnonRateThrottle):
+    """Anonymous searches, per client address (ARCHIVE_THROTTLE_SEARCH_ANON)."""
+    scope = "search_anon"
+
+
+class SearchUserThrottle(_RateFromSettings, UserRateThrottle):
+    """Signed-in searches, per user (ARCHIVE_THROTTLE_SEARCH_USER); anonymous ones are
+    SearchAnonThrottle's."""
+    scope = "search_user"
+
+    def get_cache_key(self, request, view):
+        if not (request.user and request.user.is_authenticated):
+            return None
+        return super().get_cache_key(request, view)
+
+
+SEARCH_THROTTLES = [SearchAnonThrottle, SearchUserThrottle]
+
+
+class DownloadRateThrottle(_RateFromSettings, SimpleRateThrottle):
+    """Bundle and export downloads, per client address (ARCHIVE_THROTTLE_DOWNLOADS)."""
+    scope = "downloads"
+    cache_format = "throttle_mw_%(scope)s_%(ident)s"
+
+    def get_cache_key(self, request, view):
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+def throttled_search_page(request) -> HttpResponse | None:
+    """For the search page (not a DRF view): None when the search may run, else a 429."""
+    for throttle_class in SEARCH_THROTTLES:
+        throttle = throttle_class()
+        if not throttle.allow_request(request, None):
+            wait = int(throttle.wait() or 1)
+            response = HttpResponse(f"Too many searches; try again in {wait} seconds.\n", status=429,
+                                    content_type="text/plain; charset=utf-8")
+            response["Retry-After"] = str(wait + 1)
+            return response
+    return None
