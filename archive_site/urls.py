@@ -1,9 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from kernels.upload_api import ArchiveImportUpload
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/exports/", include("kernels.export_urls")),
+    # Staff upload an archive file; it is imported at once (docs/security.md).
+    path("api/imports/", ArchiveImportUpload.as_view(), name="api-imports"),
     path("api/", include("evaluator.api_urls")),
     path("api/", include("search.api_urls")),
     path("api/", include("kernels.api_urls")),
