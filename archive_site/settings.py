@@ -117,6 +117,9 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     # Throttles and other cached counters must be shared by every web process.
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+# Anonymous leaderboard pages kept this long in that shared cache, dropped at once when an import
+# or a verification changes the kernels (kernels/page_cache.py); off without Redis.
+PAGE_CACHE_SECONDS = int(os.environ.get("ARCHIVE_PAGE_CACHE_SECONDS") or (30 if REDIS_URL else 0))
 HUEY_IMMEDIATE = _env_bool("HUEY_IMMEDIATE", False)
 if REDIS_URL:
     HUEY = {
