@@ -12,6 +12,7 @@ from .ingest.kernelbench_schema import kernelbench_row_to_record, looks_like_ker
 from .ingest.readers import UnreadableRow, first_row, open_source
 from .ingest.records import KernelRecord
 from .models import Kernel, Profile, Task, Verification
+from .page_cache import archive_changed
 from .techniques import detect_techniques, encode_tags
 
 BATCH_SIZE = 500
@@ -45,7 +46,10 @@ class ImportSummary:
 
 
 def detect_schema(path: Path) -> str:
-    row = first_row(open_source(path))
+    try:
+        row = first_row(open_source(path))
+    except UnreadableRow as unreadable:
+        raise IngestError([unreadable.error]) from None
     if isinstance(row, dict) and looks_like_archive_row(row):
         return "archive"
     if isinstance(row, dict) and looks_like_kernelbench_row(row):
@@ -110,6 +114,8 @@ def archive_import_file(
         from search.services import queue_index_update  # here: search loads FAISS
 
         queue_index_update(summary.added_kernel_ids)
+        if summary.kernels_added or summary.tasks_added:
+            archive_changed()  # cached leaderboard pages and menus, once this commits
     return summary
 
 
@@ -214,3 +220,4 @@ def kernel_verification_state_refresh(*, kernel_id: int) -> None:
         remeasured_speedup_eager=latest.speedup_eager if verified else None,
         remeasured_speedup_compile=latest.speedup_compile if verified else None,
     )
+    archive_changed()

@@ -42,8 +42,8 @@ def archive_row_to_record(row: dict, *, hardware: str = "") -> KernelRecord:
     profiles = [_profile(row, column, kind) for column, kind in PROFILE_COLUMNS.items()]
     profiles = [profile for profile in profiles if profile is not None]
     return KernelRecord(
-        level=fields.integer(row, "Level_ID", minimum=1),
-        task_number=fields.integer(row, "Task_ID", minimum=1),
+        level=fields.integer(row, "Level_ID", minimum=1, maximum=fields.LEVEL_MAX),
+        task_number=fields.integer(row, "Task_ID", minimum=1, maximum=fields.TASK_NUMBER_MAX),
         op_name=fields.text(row, "Op_Name", max_length=255),
         reference_code=fields.text(row, "PyTorch_Code_Module"),
         functional_code=fields.text(row, "PyTorch_Code_Functional", required=False) or "",

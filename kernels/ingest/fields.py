@@ -27,10 +27,26 @@ def text(
         raise FieldProblem(name, f"is {len(value)} characters long, over the limit of {max_length}")
     if "\x00" in value:
         raise FieldProblem(name, "contains a NUL character")
+    if not _is_utf8(value):
+        raise FieldProblem(name, "contains a lone surrogate (\\ud800-\\udfff), which is not valid Unicode")
     return value
 
 
-def integer(row: dict, name: str, *, required: bool = True, minimum: int | None = None) -> int | None:
+def _is_utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+# The widest integer column (BIGINT), and the task's level (smallint) and number (integer).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+LEVEL_MAX, TASK_NUMBER_MAX = 2**15 - 1, 2**31 - 1
+
+
+def integer(row: dict, name: str, *, required: bool = True, minimum: int | None = None,
+            maximum: int = INT64_MAX) -> int | None:
     value = row.get(name, MISSING)
     if value is MISSING or value is None:
         if required:
@@ -41,8 +57,11 @@ def integer(row: dict, name: str, *, required: bool = True, minimum: int | None 
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise FieldProblem(name, f"expected an integer, got {type(value).__name__} {value!r:.40}")
-    if minimum is not None and value < minimum:
-        raise FieldProblem(name, f"must be at least {minimum}, got {value}")
+    lowest = INT64_MIN if minimum is None else minimum
+    if value < lowest:
+        raise FieldProblem(name, f"must be at least {lowest}, got {str(value)[:40]}")
+    if value > maximum:
+        raise FieldProblem(name, f"must be at most {maximum}, got {str(value)[:40]}")
     return value
 
 
@@ -55,7 +74,10 @@ def number(row: dict, name: str, *, required: bool = False, non_negative: bool =
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise FieldProblem(name, f"expected a number, got {type(value).__name__} {value!r:.40}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:
+        raise FieldProblem(name, f"is too large for a number: {str(value)[:40]}...") from None
     if math.isnan(value):
         return None
     if math.isinf(value):

@@ -28,8 +28,8 @@ def looks_like_kernelbench_row(row: dict) -> bool:
 def kernelbench_row_to_record(row: dict, *, hardware: str = "") -> KernelRecord:
     if not isinstance(row, dict):
         raise fields.FieldProblem("(row)", f"expected a JSON object, got {type(row).__name__}")
-    level = fields.integer(row, "level_id", minimum=1)
-    task_number = fields.integer(row, "task_id", minimum=1)
+    level = fields.integer(row, "level_id", minimum=1, maximum=fields.LEVEL_MAX)
+    task_number = fields.integer(row, "task_id", minimum=1, maximum=fields.TASK_NUMBER_MAX)
     reference_code = fields.text(row, "ref_code")
     code = fields.text(row, "custom_code")
     if not _CLASS_NAME.search(code):

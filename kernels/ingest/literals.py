@@ -34,7 +34,9 @@ def _value(node, depth):
     if depth > MAX_DEPTH:
         raise LiteralRejected(f"nested deeper than {MAX_DEPTH} levels")
     if isinstance(node, ast.Constant):
-        if isinstance(node.value, (str, int, float, bool)) or node.value is None:
+        if isinstance(node.value, str):
+            return _storable_text(node.value)
+        if isinstance(node.value, (int, float, bool)) or node.value is None:
             return _json_number(node.value)
         raise LiteralRejected(f"unsupported constant of type {type(node.value).__name__}")
     if isinstance(node, ast.Dict):
@@ -53,6 +55,17 @@ def _value(node, depth):
     if isinstance(node, ast.Name) and node.id in _FLOAT_NAMES:
         return None  # nan/inf: not representable in JSON; the raw text keeps them
     raise LiteralRejected(f"not a plain literal: {_describe(node)} at line {getattr(node, 'lineno', '?')}")
+
+
+def _storable_text(value: str) -> str:
+    # jsonb refuses NUL, and a lone surrogate is not Unicode: neither can be stored.
+    if "\x00" in value:
+        raise LiteralRejected("a string contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise LiteralRejected("a string contains a lone surrogate (\\ud800-\\udfff)") from None
+    return value
 
 
 def _json_number(value):

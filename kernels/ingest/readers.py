@@ -62,7 +62,7 @@ def _jsonl_rows(path: Path):
                 where = f"line {number}"
                 try:
                     row = json.loads(line)
-                except json.JSONDecodeError as exc:
+                except (ValueError, RecursionError) as exc:  # JSONDecodeError, over-long integers, deep nesting
                     raise UnreadableRow(RowError(path.name, where, "(json)", f"malformed JSON: {exc}")) from None
                 yield where, row
         except UnicodeDecodeError as exc:
