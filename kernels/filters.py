@@ -102,6 +102,8 @@ def _text(params, name: str) -> str:
     value = (params.get(name) or "").strip()
     if len(value) > MAX_TEXT:
         raise InvalidQuery(f"{name} is longer than {MAX_TEXT} characters")
+    if "\x00" in value:  # PostgreSQL refuses NUL in any text it is sent
+        raise InvalidQuery(f"{name} must not contain a NUL character")
     return value
 
 
@@ -127,6 +129,7 @@ def _positive_int(params, name: str, default: int) -> int:
     raw = (params.get(name) or "").strip()
     if not raw:
         return default
-    if not raw.isdigit() or int(raw) < 1 or len(raw) > 9:
+    # isascii: str.isdigit() also accepts digits such as '²' that int() refuses.
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1 or len(raw) > 9:
         raise InvalidQuery(f"{name} must be a positive whole number, not {raw[:40]!r}")
     return int(raw)
