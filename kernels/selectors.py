@@ -5,9 +5,11 @@ test_query_counts.py): the columns a list shows are loaded with only() (never th
 tasks with select_related, the verified state and re-measured speedup as correlated
 subqueries.
 """
+import hashlib
 import math
 
 from django.core.cache import cache
+from django.core.paginator import Page, Paginator
 from django.db.models import Case, Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum, When
 from django.db.models.functions import Coalesce, Floor, Ln
 from django.shortcuts import get_object_or_404
@@ -47,6 +49,8 @@ HARDWARE_CACHE_KEY = "kernels:hardware_names"
 HARDWARE_CACHE_SECONDS = 300
 OVERVIEW_CACHE_KEY = "kernels:archive_overview"
 OVERVIEW_CACHE_SECONDS = 60
+LEVELS_CACHE_KEY = "kernels:task_levels"
+COUNT_CACHE_SECONDS = 300  # counts and best ids; an import or verification replaces them at once
 
 
 def kernel_list_rows(queryset):
@@ -84,6 +88,33 @@ def leaderboard_kernels(query: LeaderboardQuery):
     return kernel_list_rows(kernels).order_by(*LIST_ORDER[query.sort])
 
 
+def leaderboard_page(query: LeaderboardQuery) -> Page:
+    """The leaderboard page the query asks for. With a shared cache, what does not depend on
+    the page is read once per filter and archive version (kernels/page_cache.py): every
+    kernel's count (a scan of up to the whole table) and each task's best kernel (a
+    subquery per task); the best-per-task view counts the ids it read, never COUNT(*)."""
+    filters = (query.level, query.op_name, query.correct_only, query.verified_only, query.hardware,
+               query.technique, query.experiment)
+    if query.show_kernels:
+        kernels = filter_kernels(Kernel.objects.all(), query)
+        count = _kept_per_archive_version("count", filters, kernels.count)
+    else:
+        ids = _kept_per_archive_version("best", (*filters, query.sort), lambda: best_kernel_ids(query))
+        kernels, count = Kernel.objects.filter(id__in=ids), len(ids)
+    paginator = Paginator(kernel_list_rows(kernels).order_by(*LIST_ORDER[query.sort]), query.page_size)
+    paginator.count = count  # a cached_property: the paginator does not count again
+    return paginator.get_page(query.page)
+
+
+def _kept_per_archive_version(kind: str, key: tuple, compute):
+    from .page_cache import archive_version, cache_is_shared
+
+    if not cache_is_shared():  # another process's import would not reach this process's copy
+        return compute()
+    digest = hashlib.sha256(repr(key).encode()).hexdigest()
+    return cache.get_or_set(f"kernels:{kind}:{archive_version()}:{digest}", compute, COUNT_CACHE_SECONDS)
+
+
 def best_kernel_ids(query: LeaderboardQuery) -> list[int]:
     """Each matching task's best matching kernel, as ids: one query over the tasks, read
     once so that the page and its count do not both repeat the per-task subqueries.
@@ -119,6 +150,11 @@ def _distinct_hardware() -> list[str]:
 
 
 def task_levels() -> list[int]:
+    """Levels for the filter menu; cached like the hardware names, dropped on an import."""
+    return cache.get_or_set(LEVELS_CACHE_KEY, _distinct_levels, HARDWARE_CACHE_SECONDS)
+
+
+def _distinct_levels() -> list[int]:
     return list(Task.objects.order_by("level").values_list("level", flat=True).distinct())
 
 

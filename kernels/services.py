@@ -12,6 +12,7 @@ from .ingest.kernelbench_schema import kernelbench_row_to_record, looks_like_ker
 from .ingest.readers import UnreadableRow, first_row, open_source
 from .ingest.records import KernelRecord
 from .models import Kernel, Profile, Task, Verification
+from .page_cache import archive_changed
 from .techniques import detect_techniques, encode_tags
 
 BATCH_SIZE = 500
@@ -113,6 +114,8 @@ def archive_import_file(
         from search.services import queue_index_update  # here: search loads FAISS
 
         queue_index_update(summary.added_kernel_ids)
+        if summary.kernels_added or summary.tasks_added:
+            archive_changed()  # cached leaderboard pages and menus, once this commits
     return summary
 
 
@@ -217,3 +220,4 @@ def kernel_verification_state_refresh(*, kernel_id: int) -> None:
         remeasured_speedup_eager=latest.speedup_eager if verified else None,
         remeasured_speedup_compile=latest.speedup_compile if verified else None,
     )
+    archive_changed()

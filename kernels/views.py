@@ -1,5 +1,4 @@
 """Pages: validate the query, call a selector, render. Bad parameters get a 400 saying why."""
-from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
 
@@ -10,6 +9,7 @@ from .filters import SORTS, InvalidQuery, parse_leaderboard_query
 from .highlight import python_source_html
 from .kernel_page import kernel_page_context
 from .models import Kernel
+from .page_cache import cached_for_anonymous
 from .techniques import TECHNIQUES
 
 
@@ -27,12 +27,13 @@ def home(request):
     })
 
 
+@cached_for_anonymous
 def leaderboard(request):
     try:
         query = parse_leaderboard_query(request.GET)
     except InvalidQuery as problem:
         return _bad_request(request, problem)
-    page = Paginator(selectors.leaderboard_kernels(query), query.page_size).get_page(query.page)
+    page = selectors.leaderboard_page(query)
     return render(request, "kernels/leaderboard.html", {
         "query": query, "page": page, "sorts": SORTS, "techniques": TECHNIQUES,
         "levels": selectors.task_levels(), "hardware_names": selectors.hardware_names(), "rank_offset": page.start_index() - 1,
