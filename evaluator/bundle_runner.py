@@ -3,17 +3,34 @@
 The worker unpacks the very zip users download, builds the same harness command line as
 the bundle's verify.py, and runs it with evaluator/sandbox.py's limits, so what is shown on
 the site is what anyone can reproduce from the download.
+
+A run has two phases. The build (``harness.py --build-only``) needs only CPU cores, so
+many run at once; the measuring run (correctness, timing, then ncu) holds the device's
+lock (evaluator/device_lock.py), so one kernel at a time runs on each GPU, with its
+extension already in the shared build cache.
 """
+import contextlib
 import io
 import json
 import os
 import shutil
 import tempfile
+import time
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .bundle_verify import harness_command
+from .bundle_verify import CANDIDATE_FILE_BY_KIND, harness_command
+from .device_lock import exclusive_device
+from .gpu_profiles import ncu_profile
 from .sandbox import run_harness_isolated
+
+
+@dataclass
+class BundleRun:
+    result: dict  # the harness document, or the sandbox's failure document
+    ncu: dict | None = None  # gpu_profiles.ncu_profile's answer, when asked for and possible
+    phases: dict = field(default_factory=dict)  # seconds: build, device_wait, run, ncu
 
 
 def resolve_device(device: str) -> str:
@@ -35,25 +52,52 @@ def unpack_bundle(bundle: bytes, into: Path) -> None:
 
 def run_bundle(
     bundle: bytes, *, device: str, seeds: str, timeout_s: float, memory_limit_mb: int | None,
-    work_root: Path, build_dir: Path, harness_args: tuple[str, ...] = (),
-) -> dict:
-    """The harness's JSON document (or the sandbox's failure document) for this bundle."""
+    work_root: Path, build_dir: Path, harness_args: tuple[str, ...] = (), lock_dir: Path | None = None,
+    profile_ncu: bool = False,
+) -> BundleRun:
+    """Build, then verify (and optionally ncu-profile) this bundle's kernel under the device lock."""
     device = resolve_device(device)
     work_root = Path(work_root)
     work_root.mkdir(parents=True, exist_ok=True)
     Path(build_dir).mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="run_", dir=work_root))
+    phases = {}
     try:
         unpack_bundle(bundle, run_dir)
         claims = json.loads((run_dir / "claims.json").read_text(encoding="utf-8"))
         command = harness_command(run_dir, claims, device, seeds, run_dir / "result.json", list(harness_args))
         env = _harness_env(build_dir)
         memory_limit = memory_limit_mb * 1024 * 1024 if memory_limit_mb else None
-        result = run_harness_isolated(
-            command, cwd=run_dir, timeout_s=timeout_s, memory_limit_bytes=memory_limit, env=env
-        )
-        result.setdefault("device", device)
-        return result
+
+        def isolated(argv):
+            result = run_harness_isolated(argv, cwd=run_dir, timeout_s=timeout_s, memory_limit_bytes=memory_limit,
+                                          env=env)
+            result.setdefault("device", device)
+            return result
+
+        started = time.monotonic()
+        built = isolated(command + ["--build-only"])
+        phases["build_s"] = round(time.monotonic() - started, 3)
+        if built.get("verdict") != "built":  # did not build (or could not be judged): that is the result
+            return BundleRun(result=built, phases=phases)
+        lock = exclusive_device(lock_dir, device) if lock_dir else contextlib.nullcontext(0.0)
+        with lock as waited:
+            phases["device_wait_s"] = round(waited, 3)
+            started = time.monotonic()
+            result = isolated(command)
+            phases["run_s"] = round(time.monotonic() - started, 3)
+            ncu = None
+            if profile_ncu and result.get("trials"):  # the candidate ran: profile what it launches
+                started = time.monotonic()
+                kind = claims["kernel"]["kind"]
+                functional = run_dir / "functional.py"
+                ncu = ncu_profile(
+                    run_dir / "reference.py", run_dir / CANDIDATE_FILE_BY_KIND[kind], kind,
+                    functional if functional.exists() else None, build_dir=build_dir,
+                    timeout_s=min(timeout_s, 600), env=env, device=device,
+                )
+                phases["ncu_s"] = round(time.monotonic() - started, 3)
+        return BundleRun(result=result, ncu=ncu, phases=phases)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
 

@@ -3,6 +3,7 @@
     python -m evaluator.harness --reference REF.py --candidate CAND [--functional FN.py]
         [--kind model_new|cuda_forward] [--device cuda|cpu] [--seed N ... | --seeds N,N,N]
         [--tolerance-abs X --tolerance-rel Y] [--no-timing] [--build-dir DIR] [--json OUT.json]
+        [--build-only]
 
 Prints one JSON document (verdict, flags with evidence, task_flags, trials, tolerance,
 timings, speedup, versions, log) and exits 0 whenever a verdict was reached.  Runs as a
@@ -76,13 +77,13 @@ def _candidate_failure_name(message):
     return "runtime_error"
 
 
-def _instantiate(cls, init_inputs, device):
+def instantiate(cls, init_inputs, device):
     inp.seed_everything(INIT_SEED)
     model = cls(*copy.deepcopy(init_inputs))
     return model.to(device).eval() if isinstance(model, torch.nn.Module) else model
 
 
-def _copy_matching_state(src_model, dst_model):
+def copy_matching_state(src_model, dst_model):
     if not isinstance(dst_model, torch.nn.Module) or not isinstance(src_model, torch.nn.Module):
         return []
     src_state, dst_state = src_model.state_dict(), dst_model.state_dict()
@@ -129,6 +130,43 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
     return _finite(doc)
 
 
+def build_only(*, reference_src, candidate_src, kind, device="cpu", build_dir=None):
+    """Compile the candidate into the build cache and stop (verdict "built", or "failed" with
+    build_failed). Workers build many candidates at once on the CPU cores, then run each one
+    alone on its GPU with the build already cached (docs/worker.md)."""
+    build_dir = build_dir or build.default_build_dir()
+    os.makedirs(build_dir, exist_ok=True)
+    stage = _stage_writer()
+    doc = {"verdict": "built", "flags": [], "task_flags": [], "trials": [], "timings": {}, "speedup": {},
+           "versions": build.collect_versions(device, HARNESS_VERSION, build.harness_files_sha256()),
+           "device": device, "kind": kind, "log": "", "error": None, "checks": {}}
+    log = []
+    try:
+        if device == "cpu" and static.needs_cuda(candidate_src, kind):
+            raise HarnessError("this candidate is CUDA code: build it with --device cuda")
+        stage("candidate_load")
+        if kind == "cuda_forward":
+            _, doc["checks"]["build"] = build.build_cuda_forward(candidate_src, device, build_dir, log)
+        else:  # a ModelNew builds its extension when imported and instantiated
+            os.environ["TORCH_EXTENSIONS_DIR"] = build.extension_dir_for_model_new(candidate_src, build_dir)
+            ref_mod = build.module_from_source(reference_src, "reference", build_dir)
+            with build.captured_output(log):
+                cand_mod = build.module_from_source(candidate_src, "candidate", build_dir)
+                instantiate(cand_mod.ModelNew, inp.make_init_inputs(ref_mod), device)
+    except HarnessError as exc:
+        doc["verdict"], doc["error"] = "error", str(exc)
+    except build.BuildError as exc:
+        doc["flags"].append(checks.flag("build_failed", True, "the candidate did not build: %s" % str(exc)[-3000:]))
+        doc["verdict"] = "failed"
+    except Exception as exc:
+        doc["flags"].append(checks.flag("build_failed", True, "ModelNew failed to import or instantiate: %s: %s"
+                                        % (type(exc).__name__, str(exc)[-3000:])))
+        doc["verdict"] = "failed"
+    doc["log"] = "".join(log)[-30000:]
+    stage("done")
+    return doc
+
+
 def _run(doc, ctx, reference_src, candidate_src, kind, functional_src, device, time_it, build_dir,
          timing_budget_s, compile_baseline):
     if kind not in ("model_new", "cuda_forward"):
@@ -152,15 +190,15 @@ def _run(doc, ctx, reference_src, candidate_src, kind, functional_src, device, t
     try:
         ref_mod = build.module_from_source(reference_src, "reference", build_dir)
         init_inputs = inp.make_init_inputs(ref_mod)
-        ref_model = _instantiate(ref_mod.Model, init_inputs, device)
+        ref_model = instantiate(ref_mod.Model, init_inputs, device)
     except Exception as exc:
         raise HarnessError("reference failed to load: %s: %s" % (type(exc).__name__, exc)) from None
     fn_model = None
     if functional_src:
         try:
             fn_mod = build.module_from_source(functional_src, "functional", build_dir)
-            fn_model = _instantiate(fn_mod.Model, init_inputs, device)
-            _copy_matching_state(ref_model, fn_model)
+            fn_model = instantiate(fn_mod.Model, init_inputs, device)
+            copy_matching_state(ref_model, fn_model)
             ctx.namespaces.append(("functional", fn_mod))
         except Exception as exc:
             raise HarnessError("functional form failed to load: %s: %s" % (type(exc).__name__, exc)) from None
@@ -201,13 +239,13 @@ def _run(doc, ctx, reference_src, candidate_src, kind, functional_src, device, t
         try:
             with build.captured_output(ctx.log):
                 cand_mod = build.module_from_source(candidate_src, "candidate", build_dir)
-                cand_model = _instantiate(cand_mod.ModelNew, init_inputs, device)
+                cand_model = instantiate(cand_mod.ModelNew, init_inputs, device)
         except Exception as exc:
             ctx.add_flag(checks.flag("build_failed", True, "ModelNew failed to import or instantiate: %s: %s"
                                      % (type(exc).__name__, str(exc)[-3000:])))
             doc["verdict"] = "failed"
             return
-        doc["checks"]["state_copied_from_reference"] = _copy_matching_state(ref_model, cand_model)
+        doc["checks"]["state_copied_from_reference"] = copy_matching_state(ref_model, cand_model)
         ctx.cand_call = lambda ins: cand_model(*ins)
     changed = guard.changes(before, guard.snapshot(ctx.namespaces))
     if changed:
@@ -264,6 +302,7 @@ def _parse(argv):
     p.add_argument("--time-budget", type=float, help="seconds of interleaved timing (default 10 cuda, 3 cpu)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     p.add_argument("--build-dir")
+    p.add_argument("--build-only", action="store_true", help="only compile the candidate into the build cache")
     p.add_argument("--json")
     return p.parse_args(argv)
 
@@ -300,10 +339,16 @@ def main(argv=None):
         if args.seeds:
             seeds += [int(s) for s in args.seeds.split(",") if s.strip()]
         device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        doc = verify(reference_src=ref_src, candidate_src=cand_src, kind=args.kind or _guess_kind(cand_src),
-                     functional_src=fn_src, device=device, seeds=tuple(seeds) or DEFAULT_SEEDS,
-                     tolerance={"abs": args.tolerance_abs, "rel": args.tolerance_rel}, time_it=not args.no_timing,
-                     build_dir=args.build_dir, timing_budget_s=args.time_budget, compile_baseline=not args.no_compile)
+        kind = args.kind or _guess_kind(cand_src)
+        if args.build_only:
+            doc = build_only(reference_src=ref_src, candidate_src=cand_src, kind=kind, device=device,
+                             build_dir=args.build_dir)
+        else:
+            doc = verify(reference_src=ref_src, candidate_src=cand_src, kind=kind, functional_src=fn_src, device=device,
+                         seeds=tuple(seeds) or DEFAULT_SEEDS,
+                         tolerance={"abs": args.tolerance_abs, "rel": args.tolerance_rel}, time_it=not args.no_timing,
+                         build_dir=args.build_dir, timing_budget_s=args.time_budget,
+                         compile_baseline=not args.no_compile)
     except OSError as exc:
         doc = {"verdict": "error", "error": "cannot read input: %s" % exc, "flags": [], "task_flags": [],
                "trials": [], "timings": {}, "speedup": {}, "versions": {}, "log": ""}

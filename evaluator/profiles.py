@@ -25,3 +25,14 @@ def profile_refresh_clang_tidy(*, kernel_id: int) -> Profile | None:
     )
     log.info("clang-tidy profile of kernel %s stored (errored=%s)", kernel_id, result["errored"])
     return profile
+
+
+def profile_store_ncu(*, kernel_id: int, raw_text: str, parsed: dict) -> Profile:
+    """Store the worker's Nsight Compute profile: raw_text is ncu's own CSV (details page, base
+    units), parsed is the archive's {'metrics', 'rules'} shape (evaluator/gpu_profiles.py)."""
+    profile, _ = Profile.objects.update_or_create(
+        kernel_id=kernel_id, kind=Profile.Kind.NCU, origin=Profile.Origin.WORKER,
+        defaults={"raw_text": raw_text, "parsed": parsed},
+    )
+    log.info("ncu profile of kernel %s stored (%d metrics)", kernel_id, len(parsed.get("metrics", {})))
+    return profile

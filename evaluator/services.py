@@ -9,6 +9,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from datetime import timedelta
 
 from django.conf import settings
@@ -21,7 +22,7 @@ from kernels.services import kernel_verification_state_refresh
 
 from .bundle import bundle_sha256
 from .kernel_bundles import bundle_for_kernel
-from .profiles import profile_refresh_clang_tidy
+from .profiles import profile_refresh_clang_tidy, profile_store_ncu
 from .verification_results import fields_from_result
 
 log = logging.getLogger(__name__)
@@ -78,16 +79,14 @@ def verification_run(*, verification_id: int) -> Verification | None:
         return None
     verification = Verification.objects.select_related("kernel__task").get(id=verification_id)
     with _Heartbeat(verification_id):
-        result, sha = _run_bundle_of(verification.kernel)
+        run, sha = _run_bundle_of(verification.kernel)
+        if settings.VERIFY_REFRESH_PROFILES:  # before the result, so a finished run has its profiles
+            _refresh_profiles(verification.kernel_id, run)
     Verification.objects.filter(id=verification_id, status=Verification.Status.RUNNING).update(
-        **fields_from_result(result), bundle_sha256=sha, finished_at=timezone.now(), heartbeat_at=timezone.now()
+        **fields_from_result(run.result), phases=run.phases, bundle_sha256=sha, finished_at=timezone.now(),
+        heartbeat_at=timezone.now(),
     )
     kernel_verification_state_refresh(kernel_id=verification.kernel_id)
-    if settings.VERIFY_REFRESH_PROFILES:
-        try:  # a failure to lint never changes the verification
-            profile_refresh_clang_tidy(kernel_id=verification.kernel_id)
-        except Exception:
-            log.exception("clang-tidy refresh of kernel %s failed", verification.kernel_id)
     verification.refresh_from_db()
     return verification
 
@@ -120,20 +119,35 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:gpu{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
 
 
-def _run_bundle_of(kernel: Kernel) -> tuple[dict, str]:
+def _refresh_profiles(kernel_id: int, run) -> None:
+    """Store the run's ncu profile and lint the kernel; a profiler failure never changes the verification."""
+    if run.ncu and "error" in run.ncu:
+        log.warning("ncu profile of kernel %s failed: %s", kernel_id, run.ncu["error"][:2000])
+    elif run.ncu:
+        profile_store_ncu(kernel_id=kernel_id, raw_text=run.ncu["raw_text"], parsed=run.ncu["parsed"])
+    started = time.monotonic()
+    try:
+        profile_refresh_clang_tidy(kernel_id=kernel_id)
+    except Exception:
+        log.exception("clang-tidy refresh of kernel %s failed", kernel_id)
+    run.phases["clang_tidy_s"] = round(time.monotonic() - started, 3)
+
+
+def _run_bundle_of(kernel: Kernel):
     """Build the kernel's bundle and run it the way a user would; failures become results."""
-    from .bundle_runner import run_bundle
+    from .bundle_runner import BundleRun, run_bundle
 
     try:
         bundle = bundle_for_kernel(kernel)
     except ValueError as exc:
-        return {"verdict": "error", "flags": [], "error": f"cannot build the bundle: {exc}"}, ""
-    result = run_bundle(
+        return BundleRun(result={"verdict": "error", "flags": [], "error": f"cannot build the bundle: {exc}"}), ""
+    run = run_bundle(
         bundle, device=settings.VERIFY_DEVICE, seeds=settings.VERIFY_SEEDS, timeout_s=settings.VERIFY_TIMEOUT_S,
         memory_limit_mb=settings.VERIFY_MEMORY_LIMIT_MB, work_root=settings.DATA_DIR / "worker",
         build_dir=settings.BUILD_CACHE_DIR, harness_args=settings.VERIFY_HARNESS_ARGS,
+        lock_dir=settings.DATA_DIR / "worker" / "device_locks", profile_ncu=settings.VERIFY_REFRESH_PROFILES,
     )
-    return result, bundle_sha256(bundle)
+    return run, bundle_sha256(bundle)
 
 
 def _enqueue_on_commit(verification_ids: list[int]) -> None:

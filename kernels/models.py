@@ -151,6 +151,9 @@ class Verification(models.Model):
     speedup_eager = models.FloatField(null=True, blank=True)
     speedup_compile = models.FloatField(null=True, blank=True)
     flags = models.JSONField(default=list, blank=True)
+    # Seconds the worker spent building, waiting for the GPU, running and profiling: what
+    # throughput figures are made of (docs/worker.md).
+    phases = models.JSONField(default=dict, blank=True)
     bundle_sha256 = models.CharField(max_length=64, blank=True, default="")
     log = models.TextField(blank=True, default="")
     # Crash recovery: a running job whose worker stops heartbeating is re-queued once.

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Call a candidate a few times under a profiler and print one JSON document (no Django).
+
+    python profile_driver.py --reference REF.py --candidate CAND --kind cuda_forward|model_new
+        [--functional FN.py] --device cuda --build-dir DIR --mode ncu|torch [--calls 5]
+
+The candidate is loaded exactly as the harness loads it (same build cache, same inputs,
+same functional form), warmed up twice outside the profiled window, then called --calls
+times inside it. In ``ncu`` mode the window is cudaProfilerStart/Stop (run under
+``ncu --profile-from-start off``); in ``torch`` mode it is a torch.profiler session whose
+key-averages table the document carries. evaluator/gpu_profiles.py runs this file in the
+sandbox; it prints ``{"verdict": "profiled", ...}`` on success.
+"""
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+try:
+    from . import harness
+    from . import harness_build as build
+    from . import harness_inputs as inp
+except ImportError:  # run as a file beside the harness modules
+    import harness
+    import harness_build as build
+    import harness_inputs as inp
+
+WARM_UP_CALLS = 2
+TORCH_TABLE_ROWS = 20
+
+
+def load_candidate(reference_src, candidate_src, kind, functional_src, device, build_dir):
+    """(call(inputs), reference module): the candidate wired up the way the harness does it."""
+    ref_mod = build.module_from_source(reference_src, "reference", build_dir)
+    init_inputs = inp.make_init_inputs(ref_mod)
+    if kind == "cuda_forward":
+        ext, _ = build.build_cuda_forward(candidate_src, device, build_dir, [])
+        if functional_src:
+            ref_model = harness.instantiate(ref_mod.Model, init_inputs, device)
+            fn_mod = build.module_from_source(functional_src, "functional", build_dir)
+            fn_model = harness.instantiate(fn_mod.Model, init_inputs, device)
+            harness.copy_matching_state(ref_model, fn_model)
+            return (lambda ins: fn_model(*ins, fn=ext.forward)), ref_mod
+        return (lambda ins: ext.forward(*ins)), ref_mod
+    os.environ["TORCH_EXTENSIONS_DIR"] = build.extension_dir_for_model_new(candidate_src, build_dir)
+    cand_mod = build.module_from_source(candidate_src, "candidate", build_dir)
+    model = harness.instantiate(cand_mod.ModelNew, init_inputs, device)
+    harness.copy_matching_state(harness.instantiate(ref_mod.Model, init_inputs, device), model)
+    return (lambda ins: model(*ins)), ref_mod
+
+
+def profile(call, inputs, mode, calls):
+    with torch.no_grad():
+        for _ in range(WARM_UP_CALLS):
+            call(inputs)
+        torch.cuda.synchronize()
+        if mode == "ncu":
+            torch.cuda.profiler.start()
+            for _ in range(calls):
+                call(inputs)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+            return {}
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=activities) as prof:
+            for _ in range(calls):
+                call(inputs)
+            torch.cuda.synchronize()
+        table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=TORCH_TABLE_ROWS)
+        return {"table": table}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="profile_driver", description=__doc__.split("\n\n")[0])
+    p.add_argument("--reference", required=True)
+    p.add_argument("--candidate", required=True)
+    p.add_argument("--functional")
+    p.add_argument("--kind", required=True, choices=["cuda_forward", "model_new"])
+    p.add_argument("--device", default="cuda", choices=["cuda"])
+    p.add_argument("--build-dir", required=True)
+    p.add_argument("--mode", required=True, choices=["ncu", "torch"])
+    p.add_argument("--calls", type=int, default=5)
+    args = p.parse_args(argv)
+    real_stdout = os.dup(1)
+    os.dup2(2, 1)  # the candidate's prints go to stderr; stdout carries only the JSON
+
+    def read(path):
+        with open(path) as fh:
+            return fh.read()
+
+    functional = read(args.functional) if args.functional else None
+    stage = os.environ.get("HARNESS_STAGE_FILE")
+    if stage:
+        with open(stage, "w") as fh:
+            fh.write("candidate_call")
+    call, ref_mod = load_candidate(read(args.reference), read(args.candidate), args.kind, functional,
+                                   args.device, args.build_dir)
+    doc = {"verdict": "profiled", "mode": args.mode, "calls": args.calls}
+    doc.update(profile(call, inp.make_inputs(ref_mod, 1, args.device), args.mode, args.calls))
+    os.write(real_stdout, (json.dumps(doc) + "\n").encode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
