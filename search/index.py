@@ -99,8 +99,10 @@ def _read(path: Path) -> faiss.Index:
         raise IndexUnavailable(f"no index file at {path}")
     try:
         index = faiss.read_index(str(path))
-    except RuntimeError as error:
-        raise IndexUnavailable(f"the index file {path} is unreadable: {error}") from None
+    except (RuntimeError, MemoryError) as error:
+        # RuntimeError: FAISS's read errors (truncated file, bad magic). MemoryError: std::bad_alloc
+        # from a garbled size field asking for an impossible allocation.
+        raise IndexUnavailable(f"the index file {path} is unreadable: {error or type(error).__name__}") from None
     ivf = faiss.try_extract_index_ivf(index)
     if ivf is not None:
         ivf.nprobe = IVF_NPROBE
@@ -114,6 +116,8 @@ def add_to_index_file(path: Path, ids, vectors) -> int:
     ids, vectors = _as_ids(ids), _as_vectors(vectors)
     with writer_lock(path):
         index = _read(path)
+        if len(ids) and vectors.shape[1] != index.d:
+            raise IndexUnavailable(f"the index at {path} holds {index.d}-d vectors, not {vectors.shape[1]}-d")
         if len(ids):
             index.remove_ids(ids)  # a re-embedded kernel replaces its old vector
             index.add_with_ids(vectors, ids)
@@ -150,7 +154,11 @@ class IndexReader:
     def search(self, vectors, k: int) -> list[list[tuple[int, float]]]:
         """Per query vector, up to k (kernel id, cosine similarity) pairs, best first."""
         index = self.index()
-        queries = _as_vectors(vectors).reshape(-1, index.d)
+        queries = _as_vectors(vectors)
+        if queries.shape[-1] != index.d:  # an index of another model's vectors answers nonsense
+            raise IndexUnavailable(f"the index at {self.path} holds {index.d}-d vectors, "
+                                   f"the queries are {queries.shape[-1]}-d")
+        queries = queries.reshape(-1, index.d)
         k = min(k, index.ntotal)
         if k <= 0:
             return [[] for _ in range(len(queries))]

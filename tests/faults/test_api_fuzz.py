@@ -20,14 +20,6 @@ EXAMPLES = 25
 
 
 @pytest.fixture
-def generous_throttles(settings):
-    # Throttling answers 429 (fine, but it would stop the fuzzing from reaching the view).
-    rest = dict(settings.REST_FRAMEWORK)
-    rest["DEFAULT_THROTTLE_RATES"] = {scope: "100000/minute" for scope in rest.get("DEFAULT_THROTTLE_RATES", {})}
-    settings.REST_FRAMEWORK = rest
-
-
-@pytest.fixture
 def keep_test_connection():
     # As django.test.Client does: the test's transaction must outlive each request.
     request_started.disconnect(close_old_connections)
