@@ -4,19 +4,26 @@ header, the throttle of page downloads, and a deploy check for the development s
 Django 5.2 has no built-in CSP, so ContentSecurityPolicyMiddleware sets one on every
 response. The pages load only this site's own files (static/js/*.js, the vendored
 plotly.min.js, css/*.css) and keep their data in <script type="application/json"> blocks
-(json_script), which a CSP does not execute; no page needs inline scripts or eval.
+(json_script), which a CSP does not execute; no page needs inline scripts, and only the
+map page needs eval (plotly's WebGL).
 """
 from django.conf import settings
 from django.core import checks
 from django.http import JsonResponse
 
-# Plotly's charts and the map (plotly.min.js v4) set a few style attributes while they draw
-# (style-src-attr); everything else is this site's own files. No 'unsafe-eval', no inline scripts.
+# The two inline <style> elements the vendored plotly.min.js (v4.1.1) adds, allowed by hash and
+# nothing else: the empty <style id="plotly.js-style-global"> it then fills through the CSSOM
+# (hover labels, mode bar; an empty element carries nothing an attacker could inject), and
+# the maplibre CSS it inserts at load. A new plotly.min.js may change the second hash: the
+# test test_csp_allows_exactly_the_vendored_plotly_styles recomputes it.
+PLOTLY_STYLE_HASHES = (
+    "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='",  # "" (plotly.js-style-global)
+    "'sha256-ji27qzEtxXZW+7dun6UwjHXJ18e6WAin1VvNtkzIE/o='",  # maplibre-gl CSS in plotly.min.js
+)
 DEFAULT_CSP = "; ".join([
     "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "style-src-attr 'unsafe-inline'",
+    "script-src 'self'",  # no inline scripts, no eval; page data is in json_script blocks
+    "style-src 'self' " + " ".join(PLOTLY_STYLE_HASHES),
     "img-src 'self' data: blob:",
     "font-src 'self' data:",
     "connect-src 'self'",
@@ -27,11 +34,21 @@ DEFAULT_CSP = "; ".join([
     "frame-ancestors 'none'",
 ])
 
+# The map page only: plotly's WebGL scatter (regl) compiles its draw calls with Function(),
+# so the map needs 'unsafe-eval' (without it plotly shows "WebGL is not supported"). Inline
+# scripts stay forbidden there too. Plotly's "strict" bundle (plotly-strict.min.js, same
+# version) would remove this; see docs/security.md.
+EVAL_PAGES = {"map"}
+MAP_CSP = DEFAULT_CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-eval'", 1)
+
 DEV_SECRET_KEY_PREFIX = "dev-only-insecure-key"
 
 
-def content_security_policy() -> str:
-    return getattr(settings, "ARCHIVE_CSP", "") or DEFAULT_CSP
+def content_security_policy(url_name: str | None = None) -> str:
+    custom = getattr(settings, "ARCHIVE_CSP", "")
+    if custom:
+        return custom
+    return MAP_CSP if url_name in EVAL_PAGES else DEFAULT_CSP
 
 
 class ContentSecurityPolicyMiddleware:
@@ -43,7 +60,8 @@ class ContentSecurityPolicyMiddleware:
     def __call__(self, request):
         response = self.get_response(request)
         if "Content-Security-Policy" not in response:
-            response["Content-Security-Policy"] = content_security_policy()
+            match = getattr(request, "resolver_match", None)
+            response["Content-Security-Policy"] = content_security_policy(match.url_name if match else None)
         return response
 
 

@@ -1,6 +1,6 @@
 """JSON API of tasks, kernels and the leaderboard (mounted under /api/)."""
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from . import api
 
@@ -14,7 +14,8 @@ urlpatterns = [
 ]
 
 # OpenAPI schema and Swagger UI; the UI's assets come from drf-spectacular-sidecar (offline).
+# The split view serves the UI's start-up script as a file, not inline (the CSP forbids inline scripts).
 urlpatterns += [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]
