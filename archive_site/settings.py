@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "kernels",
     "search",
     "evaluator",
+    "archive_site.apps.ArchiveSiteConfig",
 ]
 
 MIDDLEWARE = [
@@ -182,6 +183,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two models have a "kind" choice set: name their enums (else check --deploy warns W001).
+    "ENUM_NAME_OVERRIDES": {
+        "KernelKindEnum": "kernels.models.Kernel.Kind",
+        "ProfileKindEnum": "kernels.models.Profile.Kind",
+    },
 }
 
 LOGIN_URL = "/admin/login/"
@@ -219,7 +225,8 @@ SESSION_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES", SECURE_BY_DEFAULT)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "31536000" if SECURE_BY_DEFAULT else "0"))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_BY_DEFAULT)
-SECURE_HSTS_PRELOAD = _env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+# The preload flag in the header only makes the site eligible for browsers' HSTS preload list.
+SECURE_HSTS_PRELOAD = _env_bool("DJANGO_SECURE_HSTS_PRELOAD", SECURE_BY_DEFAULT)
 
 LOGGING = {
     "version": 1,
