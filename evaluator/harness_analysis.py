@@ -62,6 +62,16 @@ def analyse(doc, ctx):
                                  "cached by input identity/address, not computed from the data"
                                  % ("the previous output again" if refill["identical_to_previous_output"]
                                     else "a wrong output", refill["vs_new_reference"]["reason"])))
+    if ctx.device == "cuda":
+        order = trials_mod.probe_stream_order(ctx)
+        doc["checks"]["stream_order_probe"] = trials_mod._brief(order)
+        if not order["passed"] and all(t["passed"] for t in trials):
+            ctx.add_flag(checks.flag("unordered_stream_work", True,
+                                     "with the inputs written on the caller's stream ~10 ms late (behind a spin "
+                                     "kernel) and the output read on that stream right after the call: %s. The "
+                                     "trials, where the inputs were ready, passed: the work runs on a stream the "
+                                     "caller's stream is not ordered with (a side stream without an event wait)"
+                                     % order["reason"]))
     for t in trials:
         finite = all(r["nonfinite_where_ref_finite"] == 0 for r in t["runs"].values())
         if not (deferred or garbage) and finite and t["ref_norm"] > 0 and t["cand_norm"] < 0.1 * t["ref_norm"]:

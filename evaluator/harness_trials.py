@@ -209,6 +209,43 @@ def probe_kernelbench_order(ctx):
     return checks.compare(rec["at_return"], ref_cpu, ctx.tol)
 
 
+# ~10 ms at H100/H200 clocks: far longer than any launch, so work that is not ordered after
+# the caller's stream starts while the inputs are still NaN.
+STREAM_ORDER_SPIN_CYCLES = 20_000_000
+
+
+def probe_stream_order(ctx):
+    """CUDA only. The inputs are written on the caller's stream behind a ~10 ms spin (their
+    floating-point elements hold NaN until then), the candidate is called, and its output is
+    copied on the caller's stream right after the return, as a caller's next op would read
+    it. Work the candidate puts on a stream not ordered with the caller's (a pool or
+    non-blocking stream without an event wait) reads NaN instead of the inputs, or has not
+    written the output yet when it is read; either way the copy differs from the reference.
+    Ordered work (the current stream, a blocking stream after the legacy default stream,
+    an event wait, a synchronize) sees the real inputs and passes."""
+    gold = inp.make_inputs(ctx.ref_mod, ctx.seeds[0], ctx.device)
+    ref = inp.cpu_copy(inp.as_output_list(call_reference(ctx, inp.clone_inputs(gold))))
+    delayed = inp.clone_inputs(gold)
+    for t in inp.tensors_in(delayed):
+        if t.is_floating_point():
+            t.fill_(float("nan"))
+    ctx.poisoner.poison(ctx.size_hints)
+    ctx.sync()
+    torch.cuda._sleep(STREAM_ORDER_SPIN_CYCLES)
+    for dst, src in zip(inp.tensors_in(delayed), inp.tensors_in(gold)):
+        dst.copy_(src)
+    ctx.stage("candidate_call")
+    try:
+        with torch.no_grad():
+            out = ctx.cand_call(delayed)
+    except Exception as exc:
+        raise CandidateError("%s: %s" % (type(exc).__name__, str(exc)[-2000:])) from None
+    at_return = [leaf.detach().to("cpu", copy=True) if isinstance(leaf, torch.Tensor) else leaf
+                 for leaf in inp.as_output_list(out)]
+    ctx.sync()
+    return checks.compare(at_return, ref, ctx.tol)
+
+
 def probe_refill(ctx):
     """Same input buffers, new contents: a cache keyed on identity or data_ptr replays."""
     if len(ctx.seeds) < 2:
