@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import Error as DatabaseError
 from tqdm import tqdm
 
 from kernels.ingest.errors import IngestError
@@ -37,6 +38,15 @@ class Command(BaseCommand):
         except (FileNotFoundError, ValueError) as exc:
             bar.close()
             raise CommandError(str(exc)) from None
+        except DatabaseError as exc:
+            # The server went away or refused a write (restart, failover, disk full): the
+            # import's one transaction did not commit, so nothing of this file was stored.
+            bar.close()
+            raise CommandError(
+                f"{path}: the database failed during the import ({type(exc).__name__}: {str(exc).strip()[:300]}); "
+                "the import's transaction was not committed, so nothing of this file was written. "
+                "Run the same command again once the database is back: rows already present are skipped."
+            ) from None
         bar.close()
         for line in summary.lines():
             self.stdout.write(line)
