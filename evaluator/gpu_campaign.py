@@ -227,6 +227,7 @@ KB_STYLE = r"""
 import json, sys, time, torch
 sys.path.insert(0, {here!r})
 import harness_build as build, harness_inputs as inp
+from kernelbench_timing import kernelbench_time
 ref_src, cand_src, kind, fn_src, build_dir, device = {args!r}
 ref = build.module_from_source(ref_src, "reference", build_dir)
 init = inp.make_init_inputs(ref)
@@ -243,21 +244,9 @@ else:
     cmod = build.module_from_source(cand_src, "candidate", build_dir)
     inp.seed_everything(42); model = cmod.ModelNew(*init).to(device)
     call = lambda: model(*inputs)
-cuda = device == "cuda"
 with torch.no_grad():
-    for _ in range(3):
-        call()
-    if cuda:
-        torch.cuda.synchronize()
-    times = []
-    for _ in range(100):
-        if cuda:
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record(); call(); e.record(); torch.cuda.synchronize()
-            times.append(s.elapsed_time(e))
-        else:
-            t0 = time.perf_counter(); call(); times.append((time.perf_counter() - t0) * 1e3)
-print(json.dumps({{"mean_ms": sum(times) / len(times), "min_ms": min(times), "max_ms": max(times)}}))
+    res = kernelbench_time(call, device)
+print(json.dumps({{k: res[k] for k in ("mean_ms", "min_ms", "max_ms")}}))
 """
 
 
