@@ -58,7 +58,9 @@ def _queued_rebuilds() -> dict:
     return {task.id: task for task in HUEY.pending() if task.name == rebuild_index.task_class.__name__}
 
 
-@pytest.mark.django_db
+# transaction=True: the job runs as in a worker, whose db_task wrapper closes the connection
+# when it is done; inside a test transaction that would close the test's own.
+@pytest.mark.django_db(transaction=True)
 def test_a_damaged_index_says_rebuilding_queues_one_rebuild_and_comes_back(client, sample_path, generous_throttles):
     archive_import_file(path=sample_path, hardware="NVIDIA H100")
     call_command("build_index", "--no-progress")
