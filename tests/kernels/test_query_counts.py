@@ -13,8 +13,9 @@ SMALL = {"tasks": 5, "kernels_per_task": 1}  # 5 kernels
 LARGE = {"tasks": 10, "kernels_per_task": 5}  # 50 kernels
 
 # url -> queries. Leaderboard: best ids and rows (the best-per-task view counts the ids it
-# read), or count and rows (every kernel), level and hardware menus; home: tasks, verified counts, one grouped pass, top kernels, newest
-# verifications; kernel page: kernel+task+parent, profiles, verifications, best kernel.
+# read), or count and rows (every kernel), level and hardware menus; home: tasks, verified
+# counts, one grouped pass, top kernels, newest verifications; kernel page: kernel+task+parent,
+# profiles, verifications, best kernel.
 PAGES = {
     "/": 5,
     "/leaderboard/": 4,
