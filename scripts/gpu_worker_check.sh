@@ -19,7 +19,8 @@ mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/django ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 fi
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH
+# The clang-tidy binary itself (its /tmp/site/bin wrapper needs PYTHONPATH, which lint runs do not pass on).
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/clang_tidy/data/bin:/tmp/site/bin:$PATH
 # A verification-only host: no search app (FAISS, the embedding model) needed here.
 export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-archive_site.settings_gpu_worker}
 export ARCHIVE_DATA_DIR=${ARCHIVE_DATA_DIR:-$PWD/.device/data}
@@ -48,8 +49,10 @@ worker)
     echo "unknown mode $mode" >&2; exit 2 ;;
 esac
 status=$?
-# Fold SQLite's write-ahead log into the file before copying it.
-python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA wal_checkpoint(TRUNCATE)")' \
-    "$ARCHIVE_DATA_DIR/archive.sqlite3"
-cp "$ARCHIVE_DATA_DIR/archive.sqlite3" "$OUT/archive_after_${mode}.sqlite3" 2>/dev/null
+if [ "$mode" = worker ]; then
+    # Fold SQLite's write-ahead log into the file before copying it.
+    python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA wal_checkpoint(TRUNCATE)")' \
+        "$ARCHIVE_DATA_DIR/archive.sqlite3"
+    cp "$ARCHIVE_DATA_DIR/archive.sqlite3" "$OUT/archive_after_worker.sqlite3"
+fi
 exit $status

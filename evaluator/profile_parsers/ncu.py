@@ -127,13 +127,16 @@ def _csv_rows(text: str, required: tuple[str, ...], what: str) -> tuple[list[str
     missing = [column for column in required if column not in header]
     if missing:
         raise ValueError(f"{what}: CSV header lacks column(s) {', '.join(missing)}")
+    shortest = max(header.index(column) for column in required) + 1
     data = []
     for number, row in enumerate(rows[1:], start=2):
         if len(row) <= 1:
             continue
-        if len(row) != len(header):
+        if len(row) > len(header) or len(row) < shortest:
             raise ValueError(f"{what}: CSV record {number} has {len(row)} fields, header has {len(header)}")
-        data.append(row)
+        # ncu 2025.3 ends metric records after "Metric Value" (and a trailing comma): the
+        # rule columns that follow in the header are empty for them.
+        data.append(row + [""] * (len(header) - len(row)))
     return header, data
 
 

@@ -132,6 +132,18 @@ def test_ncu_details_csv_averages_five_launches_like_the_archive():
     assert profile["rules"] == {"Occupancy": {"type": "WRN", "description": 'message 4, with "quotes"\nand a second line'}}
 
 
+def test_ncu_details_csv_metric_records_end_after_the_value_as_on_the_h200():
+    """ncu 2025.3 on the H200 (worker run) printed metric records with 15 fields and a trailing
+    comma under a 20-column header; rule records carry all 20."""
+    metric = ('"4","1984","python3.12","127.0.0.1","conv2d_relu_bias_kernel_shared_sync(const float *, '
+              'float *, int)","1","7","(16, 16, 1)","(2, 2, 2048)","0","9.0","Occupancy","Achieved Occupancy",'
+              '"%","93.10",')
+    rule = csv_row(4, "Occupancy", rule=("Occupancy", "OPT", "occupancy is limited by registers"))
+    profile = parse_ncu_details_csv("\n".join([CSV_HEADER, metric, rule]))
+    assert profile["metrics"]["Achieved Occupancy"] == {"unit": "%", "avg_value": 93.1, "variance": 0.0, "n": 1}
+    assert profile["rules"]["Occupancy"]["type"] == "OPT"
+
+
 def test_archive_variance_is_the_population_variance(sample_rows):
     """Why _aggregate uses pvariance rather than the n - 1 sample variance.
 
