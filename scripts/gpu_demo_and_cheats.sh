@@ -15,6 +15,11 @@ work=/tmp/gpu_demo_and_cheats
 mkdir -p "$work" "$OUT"
 start=$(date +%s)
 export PYTHONUNBUFFERED=1
+# clang-tidy for the archive's Clang_Tidy column, from the PyPI wheel when the host has none.
+if ls .whl/clang_tidy-*.whl >/dev/null 2>&1 && ! command -v clang-tidy >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/clang_tidy_site .whl/clang_tidy-*.whl &&
+        export PATH=/tmp/clang_tidy_site/clang_tidy/data/bin:$PATH
+fi
 half() {
     python3 -c "import json, sys; names = [e['name'] for e in json.load(open('evaluator/demo_archive/manifest.json'))['entries']]; print(','.join(names[int(sys.argv[1])::2]))" "$1"
 }
