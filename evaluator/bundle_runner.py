@@ -5,15 +5,14 @@ the bundle's verify.py, and runs it with evaluator/sandbox.py's limits, so what 
 the site is what anyone can reproduce from the download.
 
 A run has two phases. The build (``harness.py --build-only``) needs only CPU cores, so
-many run at once. The measuring run (correctness, timing, then ncu) finds its extension in
-the shared build cache and shares the GPU through a per-GPU lock file
-(evaluator/harness_lock.py): correctness trials of several kernels may overlap, while a
-timing run or an ncu window has the GPU to itself.
+many run at once; the measuring run (correctness, timing, then ncu) holds the device's
+lock (evaluator/device_lock.py), so one kernel at a time runs on each GPU, with its
+extension already in the shared build cache.
 """
+import contextlib
 import io
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .bundle_verify import CANDIDATE_FILE_BY_KIND, harness_command
-from .harness_lock import ENV as DEVICE_LOCK_ENV
+from .device_lock import exclusive_device
 from .gpu_profiles import ncu_profile
 from .sandbox import run_harness_isolated
 
@@ -31,7 +30,7 @@ from .sandbox import run_harness_isolated
 class BundleRun:
     result: dict  # the harness document, or the sandbox's failure document
     ncu: dict | None = None  # gpu_profiles.ncu_profile's answer, when asked for and possible
-    phases: dict = field(default_factory=dict)  # seconds: build, run, ncu, and waits for the GPU
+    phases: dict = field(default_factory=dict)  # seconds: build, device_wait, run, ncu
 
 
 def resolve_device(device: str) -> str:
@@ -56,7 +55,7 @@ def run_bundle(
     work_root: Path, build_dir: Path, harness_args: tuple[str, ...] = (), lock_dir: Path | None = None,
     profile_ncu: bool = False,
 ) -> BundleRun:
-    """Build, then verify (and optionally ncu-profile) this bundle's kernel, sharing the GPU by lock_dir."""
+    """Build, then verify (and optionally ncu-profile) this bundle's kernel under the device lock."""
     device = resolve_device(device)
     work_root = Path(work_root)
     work_root.mkdir(parents=True, exist_ok=True)
@@ -81,41 +80,26 @@ def run_bundle(
         phases["build_s"] = round(time.monotonic() - started, 3)
         if built.get("verdict") != "built":  # did not build (or could not be judged): that is the result
             return BundleRun(result=built, phases=phases)
-        if lock_dir and device == "cuda":
-            env[DEVICE_LOCK_ENV] = str(device_lock_path(lock_dir))
-        started = time.monotonic()
-        result = isolated(command)
-        phases["run_s"] = round(time.monotonic() - started, 3)
-        _add_lock_waits(phases, "run", (result.get("checks") or {}).get("device_lock"))
-        ncu = None
-        if profile_ncu and result.get("trials"):  # the candidate ran: profile what it launches
+        lock = exclusive_device(lock_dir, device) if lock_dir else contextlib.nullcontext(0.0)
+        with lock as waited:
+            phases["device_wait_s"] = round(waited, 3)
             started = time.monotonic()
-            kind = claims["kernel"]["kind"]
-            functional = run_dir / "functional.py"
-            ncu = ncu_profile(
-                run_dir / "reference.py", run_dir / CANDIDATE_FILE_BY_KIND[kind], kind,
-                functional if functional.exists() else None, build_dir=build_dir,
-                timeout_s=min(timeout_s, 600), env=env, device=device,
-            )
-            phases["ncu_s"] = round(time.monotonic() - started, 3)
-            _add_lock_waits(phases, "ncu", (ncu or {}).get("device_lock"))
+            result = isolated(command)
+            phases["run_s"] = round(time.monotonic() - started, 3)
+            ncu = None
+            if profile_ncu and result.get("trials"):  # the candidate ran: profile what it launches
+                started = time.monotonic()
+                kind = claims["kernel"]["kind"]
+                functional = run_dir / "functional.py"
+                ncu = ncu_profile(
+                    run_dir / "reference.py", run_dir / CANDIDATE_FILE_BY_KIND[kind], kind,
+                    functional if functional.exists() else None, build_dir=build_dir,
+                    timeout_s=min(timeout_s, 600), env=env, device=device,
+                )
+                phases["ncu_s"] = round(time.monotonic() - started, 3)
         return BundleRun(result=result, ncu=ncu, phases=phases)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-
-
-def device_lock_path(lock_dir: Path) -> Path:
-    """One lock file per GPU this process sees (CUDA_VISIBLE_DEVICES), shared by every worker
-    process and thread on the host that uses it."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip() or "all"
-    Path(lock_dir).mkdir(parents=True, exist_ok=True)
-    return Path(lock_dir) / ("cuda-%s.lock" % re.sub(r"[^A-Za-z0-9_.-]", "_", visible))
-
-
-def _add_lock_waits(phases: dict, step: str, report: dict | None) -> None:
-    if report:
-        phases[f"{step}_wait_gpu_s"] = round(report["wait_shared_s"] + report["wait_exclusive_s"], 3)
-        phases[f"{step}_exclusive_s"] = report["held_exclusive_s"]
 
 
 # The candidate is untrusted: its process sees the worker's toolchain and GPU settings, never

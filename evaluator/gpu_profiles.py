@@ -88,8 +88,7 @@ def _ncu_run(ncu, names, reference_path, candidate_path, kind, functional_path, 
         parsed = parse_ncu_details_csv(text)
     except ValueError as exc:
         return {"error": "ncu printed no profile: %s\n%s" % (exc, text[-2000:]), "no_launches": True}
-    return {"raw_text": text, "parsed": parsed, "wall_s": wall, "command": _shown(command),
-            "device_lock": doc.get("device_lock")}
+    return {"raw_text": text, "parsed": parsed, "wall_s": wall, "command": _shown(command)}
 
 
 def torch_profile(reference_path, candidate_path, kind, functional_path=None, *, device, build_dir, timeout_s=300,
@@ -108,8 +107,7 @@ def torch_profile(reference_path, candidate_path, kind, functional_path=None, *,
         parsed = parse_torch_profile_table(doc["table"])
     except (KeyError, ValueError) as exc:
         return {"error": "unreadable torch.profiler table: %s" % exc}
-    return {"raw_text": doc["table"], "parsed": parsed, "wall_s": wall, "command": _shown(command),
-            "device_lock": doc.get("device_lock")}
+    return {"raw_text": doc["table"], "parsed": parsed, "wall_s": wall, "command": _shown(command)}
 
 
 def _driver_args(reference_path, candidate_path, kind, functional_path, build_dir, mode):

@@ -26,7 +26,6 @@ try:
     from . import harness_checks as checks
     from . import harness_guard as guard
     from . import harness_inputs as inp
-    from . import harness_lock as devlock
     from . import harness_memory as memory
     from . import harness_static as static
     from . import harness_timing as timing
@@ -37,7 +36,6 @@ except ImportError:  # standalone copy: `python harness.py ...`
     import harness_checks as checks
     import harness_guard as guard
     import harness_inputs as inp
-    import harness_lock as devlock
     import harness_memory as memory
     import harness_static as static
     import harness_timing as timing
@@ -119,8 +117,6 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
         doc["verdict"], doc["error"] = "error", "%s: %s\n%s" % (type(exc).__name__, exc, traceback.format_exc()[-3000:])
     doc["flags"] = ctx.flags
     doc["task_flags"] = ctx.task_flags
-    if devlock.DEVICE_LOCK.report():
-        doc["checks"]["device_lock"] = devlock.DEVICE_LOCK.report()
     doc["log"] = "".join(ctx.log)[-30000:]
     if doc["verdict"] is None:
         blocking = [f["name"] for f in ctx.flags if f["blocking"]]
@@ -180,8 +176,6 @@ def _run(doc, ctx, reference_src, candidate_src, kind, functional_src, device, t
     if device not in ("cuda", "cpu"):
         raise HarnessError("unknown device %r" % device)
     os.makedirs(build_dir, exist_ok=True)
-    if device == "cuda":  # share the GPU with other correctness runs; timing takes it alone
-        devlock.DEVICE_LOCK.hold_shared()
     doc["versions"] = build.collect_versions(device, HARNESS_VERSION, build.harness_files_sha256())
     doc["build_dir"] = build_dir
     if device == "cuda":  # an accurate fp32 reference: no TF32 in matmul or cuDNN
@@ -210,8 +204,7 @@ def _run(doc, ctx, reference_src, candidate_src, kind, functional_src, device, t
             raise HarnessError("functional form failed to load: %s: %s" % (type(exc).__name__, exc)) from None
     ctx.ref_mod, ctx.ref_call = ref_mod, (lambda ins: ref_model(*ins))
     ctx.namespaces += [("reference", ref_mod)] + [(m.__name__, m) for m in
-                                                   (analysis, build, checks, guard, inp, devlock, memory, static, timing,
-                                                    trials_mod)]
+                                                   (analysis, build, checks, guard, inp, memory, static, timing, trials_mod)]
     has_state = any(True for _ in ref_model.parameters()) or any(True for _ in ref_model.buffers())
     if kind == "cuda_forward" and fn_model is None and has_state:
         raise HarnessError("the reference Model has parameters/buffers, so a cuda_forward kernel needs the task's "

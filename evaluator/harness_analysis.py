@@ -13,14 +13,12 @@ try:
     from . import harness_checks as checks
     from . import harness_guard as guard
     from . import harness_inputs as inp
-    from . import harness_lock as devlock
     from . import harness_timing as timing
     from . import harness_trials as trials_mod
 except ImportError:  # standalone copy
     import harness_checks as checks
     import harness_guard as guard
     import harness_inputs as inp
-    import harness_lock as devlock
     import harness_timing as timing
     import harness_trials as trials_mod
 
@@ -147,9 +145,7 @@ def run_timed(doc, ctx, ref_model, device, budget_s, compile_baseline):
             changed.extend(c for c in delta if c not in snaps.get("baseline", set()))
         snaps["before"] = now
 
-    with devlock.DEVICE_LOCK.exclusive():  # nothing else runs on this GPU while it is timed
-        summary, info = timing.time_interleaved(impls, sets, device, budget_s=budget, seed=ctx.seeds[0],
-                                                watch=watch)
+    summary, info = timing.time_interleaved(impls, sets, device, budget_s=budget, seed=ctx.seeds[0], watch=watch)
     if compiled_note:
         summary["compile"] = {"skipped": compiled_note}
     doc["timings"] = summary

