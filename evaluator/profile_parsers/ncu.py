@@ -45,6 +45,8 @@ _PREFIX_SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "K": 1e3, "k": 1e3, "
 # Longest first, so "byte/s" is not read as a prefixed "s".
 _SCALABLE_BASES = ("byte/second", "byte/block", "byte/s", "byte", "second", "hz", "Hz", "s")
 _SAME_BASE = {"byte/s": "byte/second", "s": "second", "Hz": "hz"}
+# ncu 2025.3 prints base rates as "byte/s" where the archive's profiles say "byte/second".
+ARCHIVE_UNIT_SPELLING = {"byte/s": "byte/second"}
 
 
 def parse_number(text: str) -> float | None:
@@ -99,7 +101,7 @@ def _aggregate(metric_rows, rule_rows) -> dict:
         owner = next((s for s in sections if s in ARCHIVE_SECTIONS), sections[0])
         key = name if section == owner else f"{section}: {name}"
         metrics[key] = {
-            "unit": unit,
+            "unit": ARCHIVE_UNIT_SPELLING.get(unit, unit),
             "avg_value": statistics.fmean(values),
             "variance": statistics.pvariance(values),
             "n": len(values),

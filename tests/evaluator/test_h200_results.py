@@ -10,10 +10,10 @@ from evaluator.verification_results import fields_from_result
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
 MANIFEST = {entry["name"]: entry for entry in gpu_campaign.load_manifest()}
-# Cheats the H200's timed run did not catch: open harness work, listed so that any other
-# miss fails this test. Re-record the fixture when the harness learns to catch them.
+# What harness 1.0.0's timed run on the H200 missed (cheat_suite_timed_results.json, kept as the
+# record of that run); harness 1.1.0 catches both (cheat_suite_harness_1_1_results.json, below).
 KNOWN_TIMED_MISSES = {"side_stream_relu_cu"}
-# Entries the timed run did not reach before its time limit.
+# Entries that run did not reach before its time limit.
 NOT_REACHED = {"warm_cache_cu"}
 
 
@@ -74,3 +74,60 @@ def test_timing_quality_on_h200():
     assert len(medians) == len(means) == 5 and all(medians) and all(means)
     spread = (max(medians) - min(medians)) / sorted(medians)[2]
     assert spread == pytest.approx(data["harness_spread"])
+
+
+def test_harness_1_1_catches_the_short_side_stream_and_the_warm_cache_on_h200():
+    data = load("cheat_suite_harness_1_1_results.json")
+    assert data["versions"]["gpu"] == "NVIDIA H200" and data["versions"]["harness"] == "1.1.0"
+    rows = {row["name"]: row for row in data["summary"]}
+    assert set(rows) == {"honest_relu_cu", "honest_model_new_relu_cu", "side_stream_matmul_cu", "side_stream_relu_cu",
+                         "deferred_write_cu", "warm_cache_cu"}
+    for name, row in rows.items():
+        assert gpu_campaign.judge(MANIFEST[name], data["documents"][name])["ok"], name
+    # The stream-order probe: inputs late on the caller's stream, the side-stream kernel reads NaN.
+    assert "unordered_stream_work" in rows["side_stream_relu_cu"]["blocking"]
+    probe = data["documents"]["side_stream_relu_cu"]["checks"]["stream_order_probe"]
+    assert not probe["passed"] and probe["mismatched"] > 0
+    for honest in ("honest_relu_cu", "honest_model_new_relu_cu"):
+        assert data["documents"][honest]["checks"]["stream_order_probe"]["passed"], honest
+    # The warm cache replays outputs only when benchmarked: caught in the timed phase.
+    assert rows["warm_cache_cu"]["phase"] == "B" and rows["warm_cache_cu"]["blocking"] == ["timing_output_mismatch"]
+
+
+def test_worker_end_to_end_on_h200_records_each_run_once_and_splits_two_gpus():
+    data = load("worker_e2e.json")
+    cold, warm, sequential = data["worker_cold_1gpu"], data["worker_warm_2gpu"], data["sequential"]
+    for summary in (cold, warm, sequential):
+        assert summary["kernels_per_hour"] == pytest.approx(3600 * summary["kernels"] / summary["wall_s"], rel=0.01)
+    for summary in (cold, warm):
+        assert summary["kernels_recorded_twice"] == [] and summary["runs_attempted_more_than_once"] == 0
+        assert summary["clang_tidy_profiles_stored"] == summary["kernels"] == 12
+    assert cold["runs_by_gpu"] == {"1": 12} and set(warm["runs_by_gpu"]) == {"0", "1"}
+    assert sum(warm["runs_by_gpu"].values()) == 12 and min(warm["runs_by_gpu"].values()) >= 3
+    runs = data["verifications"]
+    assert len(runs) == 24 and {run["gpu_name"] for run in runs} == {"NVIDIA H200"}
+    by_kernel = {}
+    for run in runs:
+        assert run["attempts"] == 1 and run["harness_version"] == "1.1.0"
+        by_kernel.setdefault(run["kernel_id"], []).append(run)
+        if run["status"] == "passed":
+            assert run["speedup_eager"] == pytest.approx(run["eager_runtime_ms"] / run["runtime_ms"])
+        if not run["claimed_correct"]:
+            assert run["status"] == "failed", run["kernel"]
+        if run["level"] == 3 and run["status"] == "failed" and run["claimed_correct"]:
+            assert "library_call_replaces_kernel" in {f["name"] for f in run["flags"] if f["blocking"]}
+    # Cold and warm runs of the same kernel agree on the verdict.
+    assert all(len(pair) == 2 and pair[0]["status"] == pair[1]["status"] for pair in by_kernel.values())
+
+
+def test_ncu_details_csv_from_the_h200_in_base_units_parses_into_the_archive_shape():
+    from evaluator.profile_parsers import parse_ncu_details_csv
+
+    profile = parse_ncu_details_csv((FIXTURES / "ncu_details_base_units.csv").read_text())
+    metrics = profile["metrics"]
+    for name in ("Achieved Occupancy", "Theoretical Occupancy", "Memory Throughput", "L2 Hit Rate",
+                 "Warp Cycles Per Issued Instruction", "Executed Ipc Active", "Block Limit Registers"):
+        assert metrics[name]["n"] == 5, name
+    assert metrics["Memory Throughput"]["unit"] == "byte/second" and metrics["Memory Throughput"]["avg_value"] > 1e9
+    assert 0 < metrics["Achieved Occupancy"]["avg_value"] <= 100
+    assert profile["rules"] and all(rule["type"] for rule in profile["rules"].values())
