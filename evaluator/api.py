@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.decorators import api_view, permission_classes, throttle_classes
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle, UserRateThrottle
+from rest_framework.throttling import UserRateThrottle
 
 from kernels.models import Kernel, Verification
 
@@ -18,13 +18,6 @@ from .kernel_bundles import bundle_filename, bundle_for_kernel, bundle_sha256
 
 class ReverifyThrottle(UserRateThrottle):
     scope = "reverify"
-
-
-class DownloadThrottle(ScopedRateThrottle):
-    scope = "downloads"
-
-    def get_cache_key(self, request, view):
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
 class VerificationStatusSerializer(serializers.ModelSerializer):
@@ -50,9 +43,9 @@ def _bundle_response(kernel: Kernel) -> HttpResponse:
 @extend_schema(responses={200: OpenApiResponse(description="zip: harness, reference, kernel, claims, README")})
 @api_view(["GET"])
 @permission_classes([permissions.AllowAny])
-@throttle_classes([DownloadThrottle])
 def kernel_bundle(request, kernel_id: int):
-    """The verification bundle of a kernel (the very files the worker runs)."""
+    """The verification bundle of a kernel (the very files the worker runs). Throttled per client
+    with every other download by archive_site.security.DownloadThrottleMiddleware."""
     return _bundle_response(get_object_or_404(Kernel.objects.select_related("task"), id=kernel_id))
 
 
