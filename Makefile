@@ -51,7 +51,7 @@ test-sqlite:
 
 # The scale-out path against the real servers on 127.0.0.1.
 test-postgres:
-	ARCHIVE_DATA_DIR=$$(mktemp -d) DATABASE_URL=$(TEST_DATABASE_URL) $(PYTEST) -q -m "not browser and not slow" tests/kernels tests/search
+	ARCHIVE_DATA_DIR=$$(mktemp -d) DATABASE_URL=$(TEST_DATABASE_URL) $(PYTEST) -q -m "not browser and not slow" tests/kernels tests/search tests/faults
 
 bench: install
 	$(PY) bench/run.py
