@@ -119,3 +119,25 @@ def test_ncu_is_asked_for_the_archive_sections_on_the_candidates_own_kernels(mon
                  "--section Occupancy", "--section WarpStateStats", "--section MemoryWorkloadAnalysis",
                  "--section ComputeWorkloadAnalysis", "regex:^(relu_kernel)($|<)", "profile_driver.py"):
         assert part in joined
+
+
+@pytest.mark.django_db
+def test_the_workers_ncu_profile_from_the_h200_is_stored_and_shown_beside_the_archives(client):
+    from django.urls import reverse
+
+    from evaluator.profile_parsers import parse_ncu_details_csv
+    from evaluator.profiles import profile_store_ncu
+    from kernels.models import Profile
+    from tests.kernels.kernel_factories import add_profiles, make_kernel, make_task
+
+    kernel = make_kernel(make_task())
+    add_profiles(kernel)
+    raw = (REPO / "tests" / "fixtures" / "h200" / "ncu_details_base_units.csv").read_text()
+    stored = profile_store_ncu(kernel_id=kernel.id, raw_text=raw, parsed=parse_ncu_details_csv(raw))
+    again = profile_store_ncu(kernel_id=kernel.id, raw_text=raw, parsed=parse_ncu_details_csv(raw))
+    assert again.id == stored.id  # a new run replaces the worker's last profile
+    origins = set(kernel.profiles.filter(kind=Profile.Kind.NCU).values_list("origin", flat=True))
+    assert origins == {Profile.Origin.ARCHIVE, Profile.Origin.WORKER}
+    html = client.get(reverse("kernel_detail", kwargs={"kernel_id": kernel.id})).content.decode()
+    assert "(measured by our worker)" in html and "(imported with the archive)" in html
+    assert "Achieved Occupancy" in html and "L2 Compression Input Sectors" in html  # a metric only the H200 run has
