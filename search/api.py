@@ -47,4 +47,4 @@ def map_data(request):
     if not form.is_valid():
         return Response({"errors": form.errors}, status=400)
     highlight = form.cleaned_data["highlight"]
-    return Response(selectors.map_points(highlight_ids=[highlight] if highlight else []))
+    return Response(selectors.map_points_cached(highlight_ids=[highlight] if highlight else []))

@@ -2,9 +2,11 @@
 import hashlib
 from dataclasses import asdict, dataclass, field
 
-from django.db.models import OuterRef, Subquery
+from django.core.cache import cache
+from django.db.models import Count, Max, OuterRef, Subquery
 
 from kernels.models import Kernel, Verification
+from kernels.page_cache import archive_version, cache_is_shared
 from kernels.techniques import TECHNIQUES, decode_tags, label
 
 from . import storage
@@ -149,6 +151,26 @@ def related_kernels(kernel_id: int, k: int = 10) -> list[KernelHit]:
         return _nearest(vectors_from_bytes([blob]), k, {}, exclude_sha=own_sha)
     except IndexUnavailable:
         return []
+
+
+MAP_CACHE_SECONDS = 3600
+
+
+def map_points_cached(*, highlight_ids=()) -> dict:
+    """map_points, kept in the shared cache until the archive changes (an import or a
+    verification: the archive version) or the map is rebuilt (its points' newest build time
+    and count); a queued or running verification shows once it finishes. Only with a shared
+    cache (Redis), which every process's changes reach."""
+    if not cache_is_shared():
+        return map_points(highlight_ids=highlight_ids)
+    build = MapPoint.objects.aggregate(built=Max("built_at"), points=Count("kernel_id"))
+    key = "map_points:%s:%s:%s" % (archive_version(), build["built"].isoformat() if build["built"] else "-",
+                                   build["points"])
+    data = cache.get(key)
+    if data is None:
+        data = map_points()
+        cache.set(key, data, MAP_CACHE_SECONDS)
+    return dict(data, highlight=[int(i) for i in highlight_ids])
 
 
 def map_points(*, highlight_ids=()) -> dict:
