@@ -1,4 +1,5 @@
 """JSON API of search, related kernels and the map (mounted under /api/)."""
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.decorators import api_view, throttle_classes
@@ -47,4 +48,5 @@ def map_data(request):
     if not form.is_valid():
         return Response({"errors": form.errors}, status=400)
     highlight = form.cleaned_data["highlight"]
-    return Response(selectors.map_points_cached(highlight_ids=[highlight] if highlight else []))
+    return HttpResponse(selectors.map_points_json(highlight_ids=[highlight] if highlight else []),
+                        content_type="application/json")
