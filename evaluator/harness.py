@@ -324,8 +324,7 @@ def _guess_kind(src):
 
 def main(argv=None):
     args = _parse(argv)
-    real_stdout = os.dup(1)
-    os.dup2(2, 1)  # anything the candidate prints goes to stderr; stdout carries only the JSON
+    stdout = build.JsonStdout()  # anything the candidate prints goes to stderr
     try:
         with open(args.reference) as fh:
             ref_src = fh.read()
@@ -356,11 +355,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as fh:
             fh.write(text)
-    sys.stdout.flush()
-    data = (text + "\n").encode()
-    while data:
-        data = data[os.write(real_stdout, data):]
-    os.close(real_stdout)
+    stdout.write(text)
     return 0
 
 

@@ -83,6 +83,24 @@ def captured_output(sink, limit=20000):
             sink.append(text[-limit:])
 
 
+class JsonStdout:
+    """A program whose stdout carries only one JSON document: from construction on, fd 1 goes
+    to stderr (so the candidate's and the compiler's prints cannot corrupt the document), and
+    ``write(text)`` puts the document on the real stdout, looping over partial writes."""
+
+    def __init__(self):
+        sys.stdout.flush()
+        self.fd = os.dup(1)
+        os.dup2(2, 1)
+
+    def write(self, text):
+        sys.stdout.flush()
+        data = (text + "\n").encode()
+        while data:
+            data = data[os.write(self.fd, data):]
+        os.close(self.fd)
+
+
 def cuda_arch(device):
     """'9.0' for an H100/H200: read from the device, never assumed."""
     major, minor = torch.cuda.get_device_capability(torch.device(device))

@@ -83,8 +83,7 @@ def main(argv=None):
     p.add_argument("--mode", required=True, choices=["ncu", "torch"])
     p.add_argument("--calls", type=int, default=5)
     args = p.parse_args(argv)
-    real_stdout = os.dup(1)
-    os.dup2(2, 1)  # the candidate's prints go to stderr; stdout carries only the JSON
+    stdout = build.JsonStdout()  # the candidate's prints go to stderr
 
     def read(path):
         with open(path) as fh:
@@ -99,7 +98,7 @@ def main(argv=None):
                                    args.device, args.build_dir)
     doc = {"verdict": "profiled", "mode": args.mode, "calls": args.calls}
     doc.update(profile(call, inp.make_inputs(ref_mod, 1, args.device), args.mode, args.calls))
-    os.write(real_stdout, (json.dumps(doc) + "\n").encode())
+    stdout.write(json.dumps(doc))
     return 0
 
 

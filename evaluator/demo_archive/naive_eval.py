@@ -162,8 +162,7 @@ def main(argv=None):
     p.add_argument("--no-compile", action="store_true")
     p.add_argument("--json")
     args = p.parse_args(argv)
-    real_stdout = os.dup(1)
-    os.dup2(2, 1)  # prints from the candidate or the compiler go to stderr; stdout carries the JSON
+    stdout = build.JsonStdout()  # prints from the candidate or the compiler go to stderr
     try:
         read = lambda path: open(path).read() if path else None  # noqa: E731
         doc = evaluate(reference_src=read(args.reference), candidate_src=read(args.candidate), kind=args.kind,
@@ -175,11 +174,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as fh:
             fh.write(text)
-    sys.stdout.flush()
-    data = (text + "\n").encode()
-    while data:
-        data = data[os.write(real_stdout, data):]
-    os.close(real_stdout)
+    stdout.write(text)
     return 0
 
 
