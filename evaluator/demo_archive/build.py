@@ -34,6 +34,8 @@ ROOT = os.path.dirname(EVALUATOR)
 sys.path.insert(0, EVALUATOR)
 import sandbox  # noqa: E402  (sibling module, as gpu_campaign imports it)
 
+from evaluator.demo_archive import rows  # noqa: E402
+
 PHASES = ("check", "naive", "timed", "profiles")
 ARCHIVE = "demo_archive.jsonl"
 PARTIAL = "demo_archive.partial.jsonl"
@@ -169,7 +171,7 @@ class Builder:
             doc = self.state.get(entry["name"], "check")
             if self.state.get(entry["name"], "clang_tidy") is None:
                 self.state.put(entry["name"], "clang_tidy", {"result": _clang_tidy(entry)})
-            return "%s %s" % (doc.get("verdict"), _blocking(doc) or "")
+            return "%s %s" % (doc.get("verdict"), rows.blocking_flags(doc) or "")
 
         self.run_phase("check", todo, work, self.args.jobs)
 
@@ -197,7 +199,7 @@ class Builder:
             doc = self.sandboxed(self.harness_argv(entry, True))
             self.state.put(entry["name"], "timed", trim(doc, 4000))
             cand = ((doc.get("timings") or {}).get("candidate") or {}).get("median_ms")
-            return "%s %s median %s ms" % (doc.get("verdict"), _blocking(doc) or "", _fmt(cand))
+            return "%s %s median %s ms" % (doc.get("verdict"), rows.blocking_flags(doc) or "", _fmt(cand))
 
         self.run_phase("timed", todo, work)
 
@@ -308,67 +310,9 @@ class Builder:
         return {"python": sys.version.split()[0]}
 
     def assemble(self, index, entry):
-        name = entry["name"]
-        task = self.manifest["tasks"][entry["task"]]
         ref, cand, fn = entry_paths(self.manifest, entry)
-        naive = self.state.get(name, "naive")
-        check, timed = self.state.get(name, "check"), self.state.get(name, "timed")
-        result = {"task": entry["task"], "role": entry.get("role"), "cheat": entry.get("cheat"),
-                  "note": entry.get("note"), "file": entry["file"], "level": task["level"],
-                  "task_id": task["task_id"], "kernel_name": name, "naive": naive, "harness": check,
-                  "harness_timed": timed, "profiles": {}}
-        for step in ("ncu", "torch_profile", "clang_tidy"):
-            saved = self.state.get(name, step)
-            if saved is not None:
-                res = saved.get("result")
-                result["profiles"][step] = {"wall_s": saved.get("wall_s"),
-                                            "error": res.get("error") if isinstance(res, dict) else None,
-                                            "present": bool(isinstance(res, dict) and (res.get("parsed") or
-                                                                                       "stdout" in res))}
-        doc = timed or check or {}
-        t = doc.get("timings") or {}
-        result["remeasured"] = {
-            "verdict": doc.get("verdict"), "blocking_flags": _blocking(doc), "phase": "timed" if timed else "check",
-            "advisory_flags": sorted({f["name"] for f in doc.get("flags", []) if not f.get("blocking")}),
-            "candidate_median_ms": (t.get("candidate") or {}).get("median_ms"),
-            "eager_median_ms": (t.get("eager") or {}).get("median_ms"),
-            "compile_median_ms": (t.get("compile") or {}).get("median_ms"), "speedup": doc.get("speedup") or {}}
-        if naive is None:
-            result["claimed"] = None
-            return None, result
-        correct = naive.get("verdict") == "correct"
-        error = naive.get("error") or (None if naive.get("verdict") in ("correct", "incorrect")
-                                       else naive.get("reason") or "the naive evaluator did not finish")
-        row = {
-            "Op_Name": task["op_name"], "Level_ID": task["level"], "Task_ID": task["task_id"], "Kernel_Name": name,
-            "CUDA_Runtime": naive.get("runtime_ms") if correct else None,
-            "PyTorch_Native_Runtime": naive.get("native_runtime_ms"),
-            "PyTorch_Compile_Runtime": naive.get("compile_runtime_ms"),
-            "CUDA_Speedup_Native": naive.get("speedup_native") if correct else 0.0,
-            "CUDA_Speedup_Compile": naive.get("speedup_compile") if correct else 0.0,
-            "CUDA_Code": _read(cand), "PyTorch_Code_Module": _read(ref), "PyTorch_Code_Functional": _read(fn),
-            "Correct": correct, "Max_Diff": _finite(naive.get("max_diff")), "Error": error,
-            "NCU_Profile": self._profile(name, "ncu") if correct else None,
-            "Torch_Profile": self._profile(name, "torch_profile") if correct else None,
-            "Clang_Tidy": self._clang_tidy(name) if correct else None,
-            "__index_level_0__": index,
-            "Hardware": naive.get("hardware") or (doc.get("versions") or {}).get("gpu"),
-            "Experiment": self.manifest.get("experiment", "kernel-archive-demo"),
-        }
-        result["claimed"] = {k: row[k] for k in ("CUDA_Runtime", "PyTorch_Native_Runtime", "PyTorch_Compile_Runtime",
-                                                 "CUDA_Speedup_Native", "CUDA_Speedup_Compile", "Correct",
-                                                 "Max_Diff", "Error", "Hardware")}
-        return row, result
-
-    def _profile(self, name, step):
-        res = (self.state.get(name, step) or {}).get("result")
-        if isinstance(res, dict) and isinstance(res.get("parsed"), dict) and res["parsed"]:
-            return repr(res["parsed"])
-        return None
-
-    def _clang_tidy(self, name):
-        res = (self.state.get(name, "clang_tidy") or {}).get("result")
-        return repr(res) if isinstance(res, dict) else None
+        steps = {step: self.state.get(entry["name"], step) for step in rows.STEPS}
+        return rows.archive_row(self.manifest, entry, index, steps, sources=(_read(ref), _read(cand), _read(fn)))
 
 
 def _profiles_available():
@@ -377,15 +321,6 @@ def _profiles_available():
     except ImportError:
         return False
     return True
-
-
-def _finite(v):
-    """Strict JSON for the row: a NaN/inf max diff (a cheat's garbage output) is null."""
-    return v if isinstance(v, (int, float)) and v == v and v not in (float("inf"), float("-inf")) else None
-
-
-def _blocking(doc):
-    return sorted({f["name"] for f in (doc or {}).get("flags", []) if f.get("blocking")})
 
 
 def _fmt(v):
