@@ -5,11 +5,11 @@ the bundle's verify.py, and runs it with evaluator/sandbox.py's limits, so what 
 the site is what anyone can reproduce from the download.
 
 A run has two phases. The build (``harness.py --build-only``) needs only CPU cores, so
-many run at once; the measuring run (correctness, timing, then ncu) holds the device's
-lock (evaluator/device_lock.py), so one kernel at a time runs on each GPU, with its
-extension already in the shared build cache.
+many run at once. The measuring run (correctness, timing, then ncu) shares the GPU with the
+other kernels' measuring runs through evaluator/harness_device_lock.py: the harness and the
+profile driver hold their device shared while they check and alone while they time or
+profile, so correctness trials overlap while every timing and ncu window runs alone.
 """
-import contextlib
 import io
 import json
 import os
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .bundle_verify import CANDIDATE_FILE_BY_KIND, harness_command
-from .device_lock import exclusive_device
+from .harness_device_lock import LOCK_DIR_VARIABLE
 from .gpu_profiles import ncu_profile
 from .sandbox import run_harness_isolated
 
@@ -30,7 +30,8 @@ from .sandbox import run_harness_isolated
 class BundleRun:
     result: dict  # the harness document, or the sandbox's failure document
     ncu: dict | None = None  # gpu_profiles.ncu_profile's answer, when asked for and possible
-    phases: dict = field(default_factory=dict)  # seconds: build, device_wait, run, ncu
+    # seconds: build_s, run_s, device_wait_s (queueing for the GPU), alone_s (holding it alone), ncu_s
+    phases: dict = field(default_factory=dict)
 
 
 def resolve_device(device: str) -> str:
@@ -55,7 +56,7 @@ def run_bundle(
     work_root: Path, build_dir: Path, harness_args: tuple[str, ...] = (), lock_dir: Path | None = None,
     profile_ncu: bool = False,
 ) -> BundleRun:
-    """Build, then verify (and optionally ncu-profile) this bundle's kernel under the device lock."""
+    """Build, then verify (and optionally ncu-profile) this bundle's kernel, sharing the device with other runs."""
     device = resolve_device(device)
     work_root = Path(work_root)
     work_root.mkdir(parents=True, exist_ok=True)
@@ -80,26 +81,36 @@ def run_bundle(
         phases["build_s"] = round(time.monotonic() - started, 3)
         if built.get("verdict") != "built":  # did not build (or could not be judged): that is the result
             return BundleRun(result=built, phases=phases)
-        lock = exclusive_device(lock_dir, device) if lock_dir else contextlib.nullcontext(0.0)
-        with lock as waited:
-            phases["device_wait_s"] = round(waited, 3)
+        if lock_dir:
+            env[LOCK_DIR_VARIABLE] = str(lock_dir)
+        started = time.monotonic()
+        result = isolated(command)
+        phases["run_s"] = round(time.monotonic() - started, 3)
+        _add_lock_phases(phases, (result.get("checks") or {}).get("device_lock"))
+        ncu = None
+        if profile_ncu and result.get("trials"):  # the candidate ran: profile what it launches
             started = time.monotonic()
-            result = isolated(command)
-            phases["run_s"] = round(time.monotonic() - started, 3)
-            ncu = None
-            if profile_ncu and result.get("trials"):  # the candidate ran: profile what it launches
-                started = time.monotonic()
-                kind = claims["kernel"]["kind"]
-                functional = run_dir / "functional.py"
-                ncu = ncu_profile(
-                    run_dir / "reference.py", run_dir / CANDIDATE_FILE_BY_KIND[kind], kind,
-                    functional if functional.exists() else None, build_dir=build_dir,
-                    timeout_s=min(timeout_s, 600), env=env, device=device,
-                )
-                phases["ncu_s"] = round(time.monotonic() - started, 3)
+            kind = claims["kernel"]["kind"]
+            functional = run_dir / "functional.py"
+            ncu = ncu_profile(
+                run_dir / "reference.py", run_dir / CANDIDATE_FILE_BY_KIND[kind], kind,
+                functional if functional.exists() else None, build_dir=build_dir,
+                timeout_s=min(timeout_s, 600), env=env, device=device,
+            )
+            phases["ncu_s"] = round(time.monotonic() - started, 3)
+            _add_lock_phases(phases, (ncu or {}).get("device_lock"))
         return BundleRun(result=result, ncu=ncu, phases=phases)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _add_lock_phases(phases: dict, lock_report: dict | None) -> None:
+    """Fold a subprocess's harness_device_lock report into the run's phases."""
+    if not lock_report:
+        return
+    waited = lock_report["shared_wait_s"] + lock_report["exclusive_wait_s"]
+    phases["device_wait_s"] = round(phases.get("device_wait_s", 0.0) + waited, 3)
+    phases["alone_s"] = round(phases.get("alone_s", 0.0) + lock_report["exclusive_held_s"], 3)
 
 
 # The candidate is untrusted: its process sees the worker's toolchain and GPU settings, never

@@ -3,7 +3,7 @@
     python -m evaluator.gpu_campaign --out DIR [--device cuda|cpu] [--jobs 14] [--only a,b]
         [--build-dir DIR] [--timeout 900] [--per-doc]
         [--archive ROWS.jsonl --functional-dir DIR [--limit N]]
-        [--timing-quality NAME [--processes 5]]
+        [--timing-quality NAME [--processes 5] [--variant NAME=ARGS ...]]
 
 Phase A runs every selected entry with ``--no-timing`` in parallel (``--jobs`` sandboxed
 harness processes, each building its own extension with ninja; MAX_JOBS split between
@@ -251,33 +251,47 @@ print(json.dumps({{k: res[k] for k in ("mean_ms", "min_ms", "max_ms")}}))
 
 
 def run_timing_quality(args, env):
-    """Later phase: one kernel timed in N separate processes, and the KernelBench way."""
+    """One kernel timed in N separate processes per harness variant (interleaved, so a drift of
+    the GPU's state over the run hits every variant alike), and the KernelBench way once per
+    round. Each harness document carries the GPU's clocks before and after its timing loop."""
     entry = next(e for e in load_manifest() if e["name"] == args.timing_quality)
     ref, cand, fn = entry_paths(entry)
-    medians, kb = [], []
-    for _ in range(args.processes):
-        doc = run_one(harness_argv(ref, cand, entry["kind"], args.device, args.build_dir, fn, True,
-                                   ["--no-compile", "--time-budget", str(args.time_budget)]), args.timeout, env)
-        medians.append(((doc.get("timings") or {}).get("candidate") or {}).get("median_ms"))
-        srcs = [open(p).read() if p else None for p in (ref, cand)] + [entry["kind"],
-                                                                      open(fn).read() if fn else None,
-                                                                      args.build_dir, args.device]
-        script = KB_STYLE.format(here=HERE, args=tuple(srcs))
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
-                             timeout=args.timeout)
+    variants = dict(v.split("=", 1) for v in args.variant) if args.variant else {"harness": ""}
+    runs = {name: [] for name in variants}
+    kb = []
+    srcs = [open(p).read() if p else None for p in (ref, cand)] + [entry["kind"], open(fn).read() if fn else None,
+                                                                   args.build_dir, args.device]
+    for round_number in range(args.processes):
+        for name, extra in variants.items():
+            doc = run_one(harness_argv(ref, cand, entry["kind"], args.device, args.build_dir, fn, True,
+                                       ["--no-compile", "--time-budget", str(args.time_budget)] + extra.split()),
+                          args.timeout, env)
+            timing_info = (doc.get("checks") or {}).get("timing") or {}
+            candidate = (doc.get("timings") or {}).get("candidate") or {}
+            runs[name].append({"median_ms": candidate.get("median_ms"), "iqr_ms": candidate.get("iqr_ms"),
+                               "n": candidate.get("n"), "stop": timing_info.get("stop"),
+                               "gpu_clocks": timing_info.get("gpu_clocks"), "error": doc.get("error")})
+        out = subprocess.run([sys.executable, "-c", KB_STYLE.format(here=HERE, args=tuple(srcs))],
+                             capture_output=True, text=True, env=env, timeout=args.timeout)
         try:
             kb.append(json.loads(out.stdout.strip().splitlines()[-1]))
         except (ValueError, IndexError):
             kb.append({"error": out.stderr[-500:]})
-    good = [m for m in medians if m]
+        print("round %d/%d done" % (round_number + 1, args.processes), flush=True)
+
+    def spread(values):
+        values = [v for v in values if v]
+        return (max(values) - min(values)) / statistics.median(values) if values else None
+
     means = [k["mean_ms"] for k in kb if "mean_ms" in k]
-    res = {"entry": entry["name"], "harness_medians_ms": medians, "kernelbench_means_ms": means,
-           "harness_spread": (max(good) - min(good)) / statistics.median(good) if good else None,
-           "kernelbench_spread": (max(means) - min(means)) / statistics.median(means) if means else None,
-           "kernelbench_runs": kb}
+    res = {"entry": entry["name"], "processes": args.processes, "time_budget_s": args.time_budget,
+           "variants": {name: {"harness_args": variants[name], "medians_ms": [r["median_ms"] for r in rs],
+                               "spread": spread([r["median_ms"] for r in rs]), "runs": rs}
+                        for name, rs in runs.items()},
+           "kernelbench_means_ms": means, "kernelbench_spread": spread(means), "kernelbench_runs": kb}
     with open(os.path.join(args.out, "timing_quality.json"), "w") as fh:
         json.dump(res, fh, indent=1)
-    print(json.dumps(res, indent=1))
+    print(json.dumps({k: v for k, v in res.items() if k not in ("kernelbench_runs",)}, indent=1)[:6000])
     return res
 
 
@@ -300,6 +314,7 @@ def main(argv=None):
     p.add_argument("--limit", type=int)
     p.add_argument("--timing-quality")
     p.add_argument("--processes", type=int, default=5)
+    p.add_argument("--variant", action="append", help="timing quality: NAME=EXTRA HARNESS ARGS (repeatable)")
     args = p.parse_args(argv)
     args.out = os.path.abspath(args.out)
     args.build_dir = os.path.abspath(args.build_dir or os.path.join(args.out, "..", "kb_builds"))

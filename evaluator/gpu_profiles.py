@@ -88,7 +88,8 @@ def _ncu_run(ncu, names, reference_path, candidate_path, kind, functional_path, 
         parsed = parse_ncu_details_csv(text)
     except ValueError as exc:
         return {"error": "ncu printed no profile: %s\n%s" % (exc, text[-2000:]), "no_launches": True}
-    return {"raw_text": text, "parsed": parsed, "wall_s": wall, "command": _shown(command)}
+    return {"raw_text": text, "parsed": parsed, "wall_s": wall, "command": _shown(command),
+            "device_lock": doc.get("device_lock")}
 
 
 def torch_profile(reference_path, candidate_path, kind, functional_path=None, *, device, build_dir, timeout_s=300,

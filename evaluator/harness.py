@@ -24,6 +24,7 @@ try:
     from . import harness_analysis as analysis
     from . import harness_build as build
     from . import harness_checks as checks
+    from . import harness_device_lock as device_lock
     from . import harness_guard as guard
     from . import harness_inputs as inp
     from . import harness_memory as memory
@@ -34,6 +35,7 @@ except ImportError:  # standalone copy: `python harness.py ...`
     import harness_analysis as analysis
     import harness_build as build
     import harness_checks as checks
+    import harness_device_lock as device_lock
     import harness_guard as guard
     import harness_inputs as inp
     import harness_memory as memory
@@ -41,7 +43,7 @@ except ImportError:  # standalone copy: `python harness.py ...`
     import harness_timing as timing
     import harness_trials as trials_mod
 
-HARNESS_VERSION = "1.1.0"
+HARNESS_VERSION = "1.2.0"
 DEFAULT_SEEDS = (1001, 2002, 3003)
 # Measured choice (docs/harness.md): honest fp32 kernels of the sample differ from torch by
 # up to 6.4e-4 on outputs of size ~45, so elementwise |c-r| <= 1e-2 (1 + |r|) as KernelBench,
@@ -93,7 +95,8 @@ def copy_matching_state(src_model, dst_model):
 
 
 def verify(*, reference_src, candidate_src, kind, functional_src=None, device="cpu", seeds=DEFAULT_SEEDS,
-           tolerance=None, time_it=True, build_dir=None, timing_budget_s=None, compile_baseline=True):
+           tolerance=None, time_it=True, build_dir=None, timing_budget_s=None, compile_baseline=True,
+           rse_target=None, clock_warmup_s=None, start_delay_us=None):
     """Run the whole protocol and return the JSON document (a dict)."""
     tol = dict(DEFAULT_TOLERANCE)
     tol.update({k: float(v) for k, v in (tolerance or {}).items() if v is not None})
@@ -102,9 +105,15 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
     doc = {"verdict": None, "flags": [], "task_flags": [], "trials": [], "tolerance": tol, "timings": {},
            "speedup": {}, "versions": {}, "device": device, "kind": kind, "seeds": list(seeds), "log": "",
            "error": None, "checks": {}}
+    # On a worker, other kernels share this device: ours is held shared while it runs and
+    # alone while it is timed (harness_device_lock.py).
+    hold = device_lock.ProcessHold.from_environment(device)
     ctx = trials_mod.Ctx(device=device, tol=tol, seeds=list(seeds), stage=_stage_writer(), task_flags=[],
-                         ref_mutates=False, param_snapshot={}, param_tensors={}, namespaces=[])
+                         ref_mutates=False, param_snapshot={}, param_tensors={}, namespaces=[], device_hold=hold,
+                         timing_options={"rse_target": rse_target, "clock_warmup_s": clock_warmup_s,
+                                         "start_delay_us": start_delay_us})
     try:
+        hold.start()
         _run(doc, ctx, reference_src, candidate_src, kind, functional_src, device, time_it,
              build_dir or build.default_build_dir(), timing_budget_s, compile_baseline)
     except HarnessError as exc:
@@ -115,6 +124,10 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
         doc["verdict"] = "failed"
     except Exception as exc:  # the harness itself broke: say so, never pretend a verdict
         doc["verdict"], doc["error"] = "error", "%s: %s\n%s" % (type(exc).__name__, exc, traceback.format_exc()[-3000:])
+    finally:
+        hold.stop()
+    if hold.report():
+        doc["checks"]["device_lock"] = hold.report()
     doc["flags"] = ctx.flags
     doc["task_flags"] = ctx.task_flags
     doc["log"] = "".join(ctx.log)[-30000:]
@@ -204,7 +217,7 @@ def _run(doc, ctx, reference_src, candidate_src, kind, functional_src, device, t
             raise HarnessError("functional form failed to load: %s: %s" % (type(exc).__name__, exc)) from None
     ctx.ref_mod, ctx.ref_call = ref_mod, (lambda ins: ref_model(*ins))
     ctx.namespaces += [("reference", ref_mod)] + [(m.__name__, m) for m in
-                                                   (analysis, build, checks, guard, inp, memory, static, timing, trials_mod)]
+                                                   (analysis, build, checks, device_lock, guard, inp, memory, static, timing, trials_mod)]
     has_state = any(True for _ in ref_model.parameters()) or any(True for _ in ref_model.buffers())
     if kind == "cuda_forward" and fn_model is None and has_state:
         raise HarnessError("the reference Model has parameters/buffers, so a cuda_forward kernel needs the task's "
@@ -301,6 +314,13 @@ def _parse(argv):
     p.add_argument("--no-timing", action="store_true")
     p.add_argument("--time-budget", type=float, help="seconds of interleaved timing (default 10 cuda, 3 cpu)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    p.add_argument("--rse-target", type=float, help="stop timing when the relative standard error of every "
+                   "median is below this (default %g)" % timing.DEFAULT_RSE_TARGET)
+    p.add_argument("--clock-warmup-s", type=float, help="GPU: untimed calls for this long before timing "
+                   "(default %g)" % timing.DEFAULT_CLOCK_WARMUP_S)
+    p.add_argument("--start-delay-us", type=float, help="GPU: spin this long before each timed call's start "
+                   "event, so the events time the device's work and not the host's launch (default %g)"
+                   % timing.DEFAULT_START_DELAY_US)
     p.add_argument("--build-dir")
     p.add_argument("--build-only", action="store_true", help="only compile the candidate into the build cache")
     p.add_argument("--json")
@@ -347,7 +367,8 @@ def main(argv=None):
                          seeds=tuple(seeds) or DEFAULT_SEEDS,
                          tolerance={"abs": args.tolerance_abs, "rel": args.tolerance_rel}, time_it=not args.no_timing,
                          build_dir=args.build_dir, timing_budget_s=args.time_budget,
-                         compile_baseline=not args.no_compile)
+                         compile_baseline=not args.no_compile, rse_target=args.rse_target,
+                         clock_warmup_s=args.clock_warmup_s, start_delay_us=args.start_delay_us)
     except OSError as exc:
         doc = {"verdict": "error", "error": "cannot read input: %s" % exc, "flags": [], "task_flags": [],
                "trials": [], "timings": {}, "speedup": {}, "versions": {}, "log": ""}

@@ -145,7 +145,15 @@ def run_timed(doc, ctx, ref_model, device, budget_s, compile_baseline):
             changed.extend(c for c in delta if c not in snaps.get("baseline", set()))
         snaps["before"] = now
 
-    summary, info = timing.time_interleaved(impls, sets, device, budget_s=budget, seed=ctx.seeds[0], watch=watch)
+    with ctx.device_hold.alone():  # no other kernel on this device while ours is timed
+        clock_before = timing.gpu_clocks() if device == "cuda" else None
+        summary, info = timing.time_interleaved(impls, sets, device, budget_s=budget, seed=ctx.seeds[0],
+                                                watch=watch, **getattr(ctx, "timing_options", {}))
+        if clock_before:  # clocks explain differences between processes (docs/harness.md)
+            info["gpu_clocks"] = {"before": clock_before, "after": timing.gpu_clocks()}
+        out = inp.as_output_list(ctx.ref_call(sets[0]))
+        moved = inp.nbytes(sets[0]) + inp.nbytes(out)
+        bw, source = timing.device_bandwidth(device, moved)  # may measure a copy rate: also alone
     if compiled_note:
         summary["compile"] = {"skipped": compiled_note}
     doc["timings"] = summary
@@ -161,9 +169,6 @@ def run_timed(doc, ctx, ref_model, device, budget_s, compile_baseline):
     if comp.get("median_ms"):
         doc["speedup"]["vs_compile"] = comp["median_ms"] / cand["median_ms"]
     # Bytes-moved floor.
-    out = inp.as_output_list(ctx.ref_call(sets[0]))
-    moved = inp.nbytes(sets[0]) + inp.nbytes(out)
-    bw, source = timing.device_bandwidth(device, moved)
     floor_ms = moved / bw * 1e3
     doc["checks"]["bandwidth_floor"] = {"bytes": moved, "bandwidth_bytes_per_s": bw, "source": source,
                                         "floor_ms": floor_ms}

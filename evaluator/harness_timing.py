@@ -11,6 +11,7 @@ No Django imports here: this file ships inside the verification bundle.
 import math
 import random
 import statistics
+import subprocess
 import time
 
 import torch
@@ -26,6 +27,7 @@ _cuda_sync = torch.cuda.synchronize
 _CudaEvent = torch.cuda.Event
 _event_record = torch.cuda.Event.record
 _event_elapsed = torch.cuda.Event.elapsed_time
+_spin = torch.cuda._sleep  # a kernel that spins for a number of GPU clock cycles
 
 # Peak DRAM bandwidth (bytes/s) by device name, from vendor datasheets: an upper
 # bound on what any kernel can stream, so time below bytes/peak is impossible.
@@ -100,6 +102,26 @@ def measure_copy_bandwidth(device, nbytes):
     return 2.0 * nbytes / best  # read + write
 
 
+GPU_CLOCK_FIELDS = ("clocks.sm", "clocks.mem", "power.draw", "temperature.gpu", "clocks_event_reasons.active")
+
+
+def gpu_clocks():
+    """This process's GPU's clocks (MHz), power (W), temperature (C) and throttle-reason mask,
+    from nvidia-smi (found by PCI address: nvidia-smi ignores CUDA_VISIBLE_DEVICES); None
+    when it cannot be asked."""
+    try:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        address = "%08X:%02X:%02X.0" % (props.pci_domain_id, props.pci_bus_id, props.pci_device_id)
+        out = subprocess.run(["nvidia-smi", "--id=" + address, "--query-gpu=" + ",".join(GPU_CLOCK_FIELDS),
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
+    except (AttributeError, RuntimeError, OSError, subprocess.SubprocessError):
+        return None
+    values = out.stdout.strip().split(", ") if out.returncode == 0 else []
+    if len(values) != len(GPU_CLOCK_FIELDS):
+        return None
+    return dict(zip(GPU_CLOCK_FIELDS, values))
+
+
 class L2Flusher:
     """Writes a buffer twice the L2 size between timed calls (cuda only)."""
 
@@ -116,12 +138,28 @@ class L2Flusher:
             self.buf.zero_()
 
 
-def time_interleaved(impls, input_sets, device, budget_s=10.0, min_n=20, max_n=2000, rse_target=0.01,
-                     min_time_s=0.5, seed=0, watch=None):
+DEFAULT_RSE_TARGET = 0.01
+DEFAULT_CLOCK_WARMUP_S = 0.0
+# Measured on the H200 (docs/harness.md, timing quality): after the device-wide synchronize the
+# stream is idle, so a start event recorded there fires at once and the events then time the
+# host's launch of the call too (Python, dispatch: ~5-10 us, varying with the process's CPU
+# placement and load) - a few percent of a 0.27 ms kernel, different in every process. A spin
+# kernel queued before the start event keeps the GPU busy while the host launches the call, so
+# the start event fires just before the call's first kernel runs.
+DEFAULT_START_DELAY_US = 50.0
+_SPIN_CYCLES_PER_US = 2000  # a 2 GHz clock; a slower clock only makes the delay longer
+
+
+def time_interleaved(impls, input_sets, device, budget_s=10.0, min_n=20, max_n=2000, rse_target=None,
+                     min_time_s=0.5, seed=0, watch=None, clock_warmup_s=None, start_delay_us=None):
     """impls: list of (name, callable(inputs) -> output).  Returns (results, info).
 
     Each round perturbs one input set (swap two elements of a row), flushes L2,
     then calls every implementation once on that set, in a rotating order.
+    ``clock_warmup_s``: on the GPU, keep calling the implementations untimed this long
+    after their warm-up, so the clocks have left any idle state before the first timed round.
+    ``start_delay_us``: on the GPU, a spin kernel this long before each start event (see
+    DEFAULT_START_DELAY_US); host times include it, event times do not.
     ``watch`` (optional) is called before and after each implementation's warm-up and
     after the timed loop, so the caller can tell which phase changed global state
     (torch.compile legitimately patches torch.nn.Module while it compiles).
@@ -150,6 +188,17 @@ def time_interleaved(impls, input_sets, device, budget_s=10.0, min_n=20, max_n=2
             live.append((name, fn))
         if watch:
             watch("after_warmup", name)
+    rse_target = DEFAULT_RSE_TARGET if rse_target is None else rse_target
+    clock_warmup_s = DEFAULT_CLOCK_WARMUP_S if clock_warmup_s is None else clock_warmup_s
+    start_delay_us = DEFAULT_START_DELAY_US if start_delay_us is None else start_delay_us
+    spin_cycles = int(start_delay_us * _SPIN_CYCLES_PER_US)
+    warm_calls, t_warm = 0, _perf()
+    while device == "cuda" and live and _perf() - t_warm < clock_warmup_s:
+        for _, fn in live:
+            with torch.no_grad():
+                fn(input_sets[warm_calls % len(input_sets)])
+        _cuda_sync()
+        warm_calls += 1
     t_start = _perf()
     rounds, stop = 0, "no implementation ran"
     while live:
@@ -162,6 +211,8 @@ def time_interleaved(impls, input_sets, device, budget_s=10.0, min_n=20, max_n=2
                 _cuda_sync()
                 start, end = _CudaEvent(enable_timing=True), _CudaEvent(enable_timing=True)
                 h0 = _perf()
+                if spin_cycles > 0:
+                    _spin(spin_cycles)
                 _event_record(start)
                 with torch.no_grad():
                     out = fn(inputs)
@@ -201,7 +252,9 @@ def time_interleaved(impls, input_sets, device, budget_s=10.0, min_n=20, max_n=2
         else:
             summary[name] = summarize(r["ms"], r["host_ms"])
             summary[name]["first_call_s"] = r["first_call_s"]
-    info = {"rounds": rounds, "stop": stop, "input_sets": len(input_sets), "l2_flush_bytes":
+    info = {"rounds": rounds, "stop": stop, "input_sets": len(input_sets), "rse_target": rse_target,
+            "clock_warmup": {"seconds": clock_warmup_s, "rounds": warm_calls},
+            "start_delay_us": start_delay_us if device == "cuda" else None, "l2_flush_bytes":
             getattr(flusher, "bytes", 0), "clock": "cuda events + host perf_counter around device synchronize"
             if device == "cuda" else "host perf_counter"}
     return summary, info

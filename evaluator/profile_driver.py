@@ -21,10 +21,12 @@ import torch
 try:
     from . import harness
     from . import harness_build as build
+    from . import harness_device_lock as device_lock
     from . import harness_inputs as inp
 except ImportError:  # run as a file beside the harness modules
     import harness
     import harness_build as build
+    import harness_device_lock as device_lock
     import harness_inputs as inp
 
 WARM_UP_CALLS = 2
@@ -51,8 +53,11 @@ def load_candidate(reference_src, candidate_src, kind, functional_src, device, b
     return (lambda ins: model(*ins)), ref_mod
 
 
-def profile(call, inputs, mode, calls):
-    with torch.no_grad():
+def profile(call, inputs, mode, calls, hold):
+    """Warm up and profile with the device alone (``hold``, a harness_device_lock.ProcessHold):
+    other kernels' work must not mix into our counters and durations, and ours must not slow
+    another kernel's timing loop."""
+    with torch.no_grad(), hold.alone():
         for _ in range(WARM_UP_CALLS):
             call(inputs)
         torch.cuda.synchronize()
@@ -94,10 +99,18 @@ def main(argv=None):
     if stage:
         with open(stage, "w") as fh:
             fh.write("candidate_call")
+    # On a worker, other kernels' runs share the device. This process holds no lock while it
+    # loads (no candidate code runs on the GPU then) and the device alone from the first
+    # candidate call on. It never holds the lock while it waits for it: under ncu, which
+    # serializes its processes on a lock file of its own, a shared hold kept here while that
+    # lock is awaited could deadlock with an ncu process waiting for the device alone.
+    hold = device_lock.ProcessHold.from_environment(args.device)
     call, ref_mod = load_candidate(read(args.reference), read(args.candidate), args.kind, functional,
                                    args.device, args.build_dir)
     doc = {"verdict": "profiled", "mode": args.mode, "calls": args.calls}
-    doc.update(profile(call, inp.make_inputs(ref_mod, 1, args.device), args.mode, args.calls))
+    doc.update(profile(call, inp.make_inputs(ref_mod, 1, args.device), args.mode, args.calls, hold))
+    if hold.report():
+        doc["device_lock"] = hold.report()
     stdout.write(json.dumps(doc))
     return 0
 

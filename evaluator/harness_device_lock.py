@@ -1,0 +1,138 @@
+"""Who may use a GPU while a kernel is being timed (no Django; ships in the bundle).
+
+A worker runs many kernels on one GPU. Correctness trials may share it: they only need the
+right answer. A timing loop, or ncu's profiled window, must have it alone, or both kernels'
+numbers lie. So each device has a reader-writer lock made of two ``flock`` files in a lock
+directory shared by every worker process on the host:
+
+- ``<device>.lock``: held shared by every process doing GPU work, exclusive by the one
+  measuring;
+- ``<device>.gate``: taken (exclusive, briefly) before asking for either, so a process
+  queueing for exclusive use stops new shared holders from starving it.
+
+No process ever holds the lock while it waits at the gate: ``ProcessHold.alone`` gives up
+the shared hold before queueing for exclusive use and takes it back afterwards. (Upgrading
+in place deadlocks: two shared holders that both ask for exclusive use wait on each other.)
+The kernel releases a dead holder's locks.
+
+The harness (shared from start to end, alone while timing) and the profile driver (alone
+from its first candidate call to the end of the profiled window) hold their device through
+``ProcessHold.from_environment`` when the worker sets ``KB_DEVICE_LOCK_DIR``; anywhere else
+(a user running a bundle) they lock nothing.
+"""
+import contextlib
+import fcntl
+import os
+import re
+import time
+from pathlib import Path
+
+LOCK_DIR_VARIABLE = "KB_DEVICE_LOCK_DIR"
+
+
+def device_key(device: str) -> str:
+    """'cpu', or 'cuda-<CUDA_VISIBLE_DEVICES>' ('cuda-all' when the variable is unset)."""
+    if device != "cuda":
+        return "cpu"
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip() or "all"
+    return "cuda-" + re.sub(r"[^A-Za-z0-9_.-]", "_", visible)
+
+
+class DeviceLock:
+    """The reader-writer lock of one device. Each acquisition opens its own file
+    description, so holders in different threads of one process exclude each other too."""
+
+    def __init__(self, lock_dir, device: str):
+        lock_dir = Path(lock_dir)
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        key = device_key(device)
+        self.lock_path = lock_dir / f"{key}.lock"
+        self.gate_path = lock_dir / f"{key}.gate"
+
+    def acquire(self, mode: int):
+        """Queue at the gate, then take the lock in ``fcntl.LOCK_SH`` or ``LOCK_EX`` mode; returns
+        the open lock file (close it, or ``release`` it, to let go)."""
+        handle = open(self.lock_path, "a+")
+        try:
+            with open(self.gate_path, "a+") as gate:
+                fcntl.flock(gate, fcntl.LOCK_EX)
+                fcntl.flock(handle, mode)
+        except BaseException:
+            handle.close()
+            raise
+        return handle
+
+    @staticmethod
+    def release(handle) -> None:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+    @contextlib.contextmanager
+    def held(self, mode: int):
+        """Hold the lock in this mode; yields the seconds spent waiting for it."""
+        started = time.monotonic()
+        handle = self.acquire(mode)
+        try:
+            yield time.monotonic() - started
+        finally:
+            self.release(handle)
+
+    def shared(self):
+        return self.held(fcntl.LOCK_SH)
+
+    def exclusive(self):
+        return self.held(fcntl.LOCK_EX)
+
+
+class ProcessHold:
+    """One process's use of its device: shared from ``start`` to exit, exclusive inside ``alone``.
+
+    ``stats`` reports the waits and how long the device was held alone, for the worker's record.
+    """
+
+    def __init__(self, lock: DeviceLock | None):
+        self.lock = lock
+        self.handle = None
+        self.stats = {"shared_wait_s": 0.0, "exclusive_wait_s": 0.0, "exclusive_held_s": 0.0}
+
+    @classmethod
+    def from_environment(cls, device: str) -> "ProcessHold":
+        lock_dir = os.environ.get(LOCK_DIR_VARIABLE)
+        return cls(DeviceLock(lock_dir, device) if lock_dir else None)
+
+    def start(self) -> None:
+        if self.lock is None or self.handle is not None:
+            return
+        started = time.monotonic()
+        self.handle = self.lock.acquire(fcntl.LOCK_SH)
+        self.stats["shared_wait_s"] += time.monotonic() - started
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.lock.release(self.handle)
+            self.handle = None
+
+    @contextlib.contextmanager
+    def alone(self):
+        """The device to this process only (a timing loop, a profiled window)."""
+        if self.lock is None:
+            yield
+            return
+        was_shared = self.handle is not None
+        if was_shared:  # never wait at the gate while holding the lock
+            self.lock.release(self.handle)
+            self.handle = None
+        started = time.monotonic()
+        with self.lock.exclusive() as waited:
+            self.stats["exclusive_wait_s"] += waited
+            try:
+                yield
+            finally:
+                self.stats["exclusive_held_s"] += time.monotonic() - started - waited
+        if was_shared:
+            self.start()
+
+    def report(self) -> dict | None:
+        if self.lock is None:
+            return None
+        return {key: round(value, 3) for key, value in self.stats.items()}
