@@ -92,8 +92,11 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": DATA_DIR / "archive.sqlite3",
-            # WAL lets the worker write while the site reads.
-            "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 30},
+            # WAL lets the worker write while the site reads. IMMEDIATE: a transaction takes the
+            # write lock when it begins, so it waits (timeout) for another writer; a deferred one
+            # that read first and then writes fails at once with "database is locked" when a
+            # worker thread wrote in between (seen with 3 threads storing profiles).
+            "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 30, "transaction_mode": "IMMEDIATE"},
         }
     }
 
