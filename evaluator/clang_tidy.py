@@ -90,9 +90,11 @@ def run_clang_tidy(source: str, *, kind: str, timeout_s: float = 120, cuda_home:
         flags = _compile_flags(is_cuda, toolkit, compat)
         command = [binary, file_name, f"-checks=-*,{CHECKS}", "--", *flags]
         try:
+            # Its own session: a worker stopping gracefully (SIGINT to its process group) lets the
+            # jobs it is running finish, and this lint is part of one (seen killed at -2 on the H200).
             done = subprocess.run(
                 command, cwd=work, capture_output=True, text=True, errors="replace", timeout=timeout_s,
-                env=_tool_env(),
+                env=_tool_env(), start_new_session=True,
             )
         except subprocess.TimeoutExpired as exc:
             return {

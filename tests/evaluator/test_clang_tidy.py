@@ -72,3 +72,31 @@ def test_service_upserts_one_worker_profile_and_the_page_shows_it(client):
     assert profile.raw_text.startswith("{'stdout': ") and profile.parsed["errored"] is False
     html = client.get(f"/kernels/{kernel.id}/").content.decode()
     assert "bugprone-narrowing-conversions" in html and 'href="#L-6"' in html
+
+
+SIGINT_DURING_LINT = r"""
+import json, os, signal, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from evaluator.clang_tidy import run_clang_tidy
+
+signal.signal(signal.SIGINT, lambda *_: None)  # this process survives; a default child would not
+threading.Timer(1.0, lambda: os.killpg(os.getpgid(0), signal.SIGINT)).start()
+started = time.monotonic()
+result = run_clang_tidy(open(sys.argv[2]).read(), kind="cuda_forward")
+print(json.dumps({"result": result, "seconds": time.monotonic() - started}))
+"""
+
+
+def test_a_worker_stopping_gracefully_does_not_kill_the_lint_it_is_running(tmp_path):
+    """Huey's graceful stop is SIGINT to the consumer's process group; on the H200 it killed the
+    running lints (stored as 'clang-tidy exited with status -2'). Lints run in their own session."""
+    import json
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", SIGINT_DURING_LINT, str(repo), str(CANDIDATES / "honest_relu.cpp")],
+                          capture_output=True, text=True, timeout=300, start_new_session=True)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["seconds"] > 1.0, "the lint finished before the signal: the test proves nothing"
+    assert report["result"]["errored"] is False, report["result"]["stderr"]
