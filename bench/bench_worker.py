@@ -2,6 +2,7 @@
 
     python bench/bench_worker.py sequential --kernels 1,2,3 [--build-dir DIR] [--out result.json]
     python bench/bench_worker.py worker --kernels 1,2,3|all [--gpus 0,1] [--threads 12] [--out result.json]
+        [--deadline-s S]
 
 Run it on a GPU host whose database already holds the archive (ARCHIVE_DATA_DIR or
 DATABASE_URL as for the site). Both modes do the same work per kernel: build its
@@ -16,7 +17,10 @@ lint it with clang-tidy.
   run at a time), waits until every run finished and stops them. It reports the wall time,
   kernels per hour, how the runs split between the consumers, and checks that no run was
   recorded twice or attempted more than once. Run it twice on the same kernels to see the
-  build cache: the second time every extension is already built.
+  build cache: the second time every extension is already built. ``--deadline-s`` stops the
+  consumers gracefully after S seconds (running jobs finish, queued ones stay queued in
+  Huey's store); ``--kernels remaining`` picks the kernels with no finished run and waits for
+  the runs already open, so a long campaign can span several sessions on one database.
 
 Prints a summary and writes it as JSON to ``--out``. Figures, not asserts.
 """
@@ -41,18 +45,25 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 from django.db import close_old_connections  # noqa: E402
+from django.db.models import Case, Value, When  # noqa: E402
 
 from evaluator import services  # noqa: E402
 from evaluator.bundle_runner import run_bundle  # noqa: E402
 from evaluator.clang_tidy import run_clang_tidy  # noqa: E402
 from evaluator.kernel_bundles import bundle_for_kernel  # noqa: E402
-from kernels.models import Kernel, Verification  # noqa: E402
+from kernels.models import Kernel, Profile, Verification  # noqa: E402
 
 
 def kernels_from(spec: str):
+    """'all', 'remaining' (no finished run yet: a campaign spanning sessions) or comma-separated ids."""
     queryset = Kernel.objects.order_by("id")
-    if spec != "all":
-        queryset = queryset.filter(id__in=[int(part) for part in spec.split(",") if part.strip()])
+    if spec == "remaining":
+        finished = Verification.objects.exclude(status__in=services.OPEN_STATUSES).values("kernel_id")
+        queryset = queryset.exclude(id__in=finished)
+    elif spec != "all":  # in the order given: the queue runs them in that order
+        ids = [int(part) for part in spec.split(",") if part.strip()]
+        position = Case(*[When(id=kernel_id, then=Value(index)) for index, kernel_id in enumerate(ids)])
+        queryset = queryset.filter(id__in=ids).order_by(position)
     return queryset
 
 
@@ -79,23 +90,26 @@ def sequential(kernels, build_dir: Path) -> dict:
             "kernels_per_hour": round(3600 * len(rows) / wall, 1), "runs": rows}
 
 
-def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0) -> dict:
+def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0, deadline_s: float | None = None) -> dict:
     kernel_ids = list(kernels.values_list("id", flat=True))
     started_at = time.time()
     consumers = []
     for gpu in gpus:
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu, PYTHONUNBUFFERED="1")
-        log = open(settings.DATA_DIR / f"consumer_gpu{gpu}.log", "w")
+        log = open(settings.DATA_DIR / f"consumer_gpu{gpu}.log", "a")
         consumers.append(subprocess.Popen(
             [sys.executable, "manage.py", "run_huey", "--workers", str(threads), "--worker-type", "thread"],
             cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         ))
     started = time.monotonic()
-    # Kernels with a run already queued or running are left to it (the service skips them).
-    ids = services.verification_request_bulk(kernels=Kernel.objects.filter(id__in=kernel_ids))
-    if len(ids) < len(kernel_ids):
-        print(f"{len(kernel_ids) - len(ids)} kernel(s) already had an open run: not counted")
-    done = 0
+    # Runs an earlier invocation queued and did not get to stay queued in Huey's store: wait for
+    # them too. The service queues a run for every other kernel (and skips those with one open).
+    ids = list(Verification.objects.filter(kernel_id__in=kernel_ids, status__in=services.OPEN_STATUSES)
+               .values_list("id", flat=True))
+    if ids:
+        print(f"{len(ids)} run(s) already open for these kernels: waiting for them too")
+    ids += services.verification_request_bulk(kernels=kernels)
+    done, stopped_early = 0, False
     try:
         while done < len(ids):
             time.sleep(poll_s)
@@ -104,19 +118,25 @@ def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0) -> dict:
             print(f"\r{done}/{len(ids)} verified, {time.monotonic() - started:.0f} s", end="", flush=True)
             if all(consumer.poll() is not None for consumer in consumers):
                 raise SystemExit("every consumer exited: see consumer_gpu*.log under ARCHIVE_DATA_DIR")
+            if deadline_s is not None and time.monotonic() - started > deadline_s:
+                stopped_early = True
+                break
         print()
-        wall = time.monotonic() - started
     finally:
-        for consumer in consumers:
+        for consumer in consumers:  # SIGINT: Huey lets running jobs finish, queued ones stay queued
             if consumer.poll() is None:
                 os.killpg(consumer.pid, signal.SIGINT)
         for consumer in consumers:
             try:
-                consumer.wait(timeout=60)
+                consumer.wait(timeout=300)
             except subprocess.TimeoutExpired:
                 os.killpg(consumer.pid, signal.SIGKILL)
-    runs = list(Verification.objects.filter(id__in=ids).values(
-        "kernel_id", "status", "attempts", "worker", "phases", "gpu_name", "speedup_eager"))
+    wall = time.monotonic() - started
+    close_old_connections()
+    finished_ids = list(Verification.objects.filter(id__in=ids).exclude(status__in=services.OPEN_STATUSES)
+                        .values_list("id", flat=True))
+    runs = list(Verification.objects.filter(id__in=finished_ids).values(
+        "kernel_id", "status", "attempts", "worker", "phases", "gpu_name", "speedup_eager", "finished_at"))
     per_kernel = {}
     for run in runs:
         per_kernel[run["kernel_id"]] = per_kernel.get(run["kernel_id"], 0) + 1
@@ -130,8 +150,9 @@ def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0) -> dict:
         return {"median": round(statistics.median(values), 2), "sum": round(sum(values), 1)} if values else None
 
     return {
-        "mode": "worker", "gpus": gpus, "threads_per_gpu": threads, "kernels": len(ids), "wall_s": round(wall, 1),
-        "kernels_per_hour": round(3600 * len(ids) / wall, 1),
+        "mode": "worker", "gpus": gpus, "threads_per_gpu": threads, "queued": len(ids), "kernels": len(runs),
+        "stopped_at_deadline": stopped_early, "still_open": len(ids) - len(runs), "wall_s": round(wall, 1),
+        "kernels_per_hour": round(3600 * len(runs) / wall, 1),
         "status_counts": {s: sum(1 for r in runs if r["status"] == s) for s in {r["status"] for r in runs}},
         "runs_by_gpu": by_gpu,
         "kernels_recorded_twice": sorted(k for k, n in per_kernel.items() if n > 1),
@@ -140,27 +161,33 @@ def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0) -> dict:
                                                      profiles__origin="worker").count(),
         "clang_tidy_profiles_stored": Kernel.objects.filter(id__in=kernel_ids, profiles__kind="clang_tidy",
                                                             profiles__origin="worker").count(),
-        "phases": {name: phase(name) for name in ("build_s", "device_wait_s", "run_s", "ncu_s", "clang_tidy_s")},
+        "clang_tidy_profiles_errored": Profile.objects.filter(kernel_id__in=kernel_ids, kind="clang_tidy",
+                                                              origin="worker", parsed__errored=True).count(),
+        "phases": {name: phase(name) for name in ("build_s", "device_wait_s", "alone_s", "run_s", "ncu_s",
+                                                  "clang_tidy_s")},
         "started_at": started_at,
+        "runs": runs,
     }
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=["sequential", "worker"])
-    parser.add_argument("--kernels", default="all", help="comma-separated kernel ids, or all")
+    parser.add_argument("--kernels", default="all", help="comma-separated kernel ids, all, or remaining")
     parser.add_argument("--gpus", default="0", help="worker mode: one consumer per listed GPU")
     parser.add_argument("--threads", type=int, default=12, help="worker mode: threads per consumer")
     parser.add_argument("--build-dir", default="/tmp/kb_sequential_builds", help="sequential mode: cold build dir")
+    parser.add_argument("--deadline-s", type=float, help="worker mode: stop the consumers gracefully after S s")
     parser.add_argument("--out", help="write the summary as JSON here")
     args = parser.parse_args(argv)
     kernels = kernels_from(args.kernels)
     if args.mode == "sequential":
         summary = sequential(list(kernels), Path(args.build_dir))
     else:
-        summary = worker(kernels, [g.strip() for g in args.gpus.split(",") if g.strip()], args.threads)
+        summary = worker(kernels, [g.strip() for g in args.gpus.split(",") if g.strip()], args.threads,
+                         deadline_s=args.deadline_s)
     text = json.dumps(summary, indent=1, default=str)
-    print(text if args.mode == "worker" else json.dumps({k: v for k, v in summary.items() if k != "runs"}, indent=1))
+    print(json.dumps({k: v for k, v in summary.items() if k != "runs"}, indent=1, default=str))
     if args.out:
         Path(args.out).write_text(text)
 
