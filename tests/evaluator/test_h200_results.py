@@ -131,3 +131,68 @@ def test_ncu_details_csv_from_the_h200_in_base_units_parses_into_the_archive_sha
     assert metrics["Memory Throughput"]["unit"] == "byte/second" and metrics["Memory Throughput"]["avg_value"] > 1e9
     assert 0 < metrics["Achieved Occupancy"]["avg_value"] <= 100
     assert profile["rules"] and all(rule["type"] for rule in profile["rules"].values())
+
+
+def _spread(values):
+    return (max(values) - min(values)) / sorted(values)[len(values) // 2]
+
+
+def test_timing_quality_on_h200_with_the_start_delay_is_under_two_percent():
+    """Harness 1.2.0's start delay, against the same harness without it, interleaved in separate
+    processes on GPU 0 while the worker ran on GPU 1 of the same host."""
+    data = load("timing_quality_start_delay.json")
+    variants = data["variants"]
+    delayed, plain = variants["start_delay"], variants["no_start_delay"]
+    assert data["processes"] == 5 and len(delayed["medians_ms"]) == len(plain["medians_ms"]) == 5
+    assert delayed["spread"] == pytest.approx(_spread(delayed["medians_ms"]))
+    assert plain["spread"] == pytest.approx(_spread(plain["medians_ms"]))
+    assert delayed["spread"] < 0.02 < plain["spread"]
+    # Without the delay the events also time the host's launch: every median is longer.
+    assert max(delayed["medians_ms"]) < min(plain["medians_ms"])
+    # Not the clocks: every process saw the SM at the same clock before and after its timing loop.
+    clocks = {run["gpu_clocks"][when]["clocks.sm"] for variant in variants.values() for run in variant["runs"]
+              for when in ("before", "after")}
+    assert len(clocks) == 1
+    assert len(data["kernelbench_means_ms"]) == 5 and data["kernelbench_spread"] > delayed["spread"]
+
+
+def test_timing_quality_on_h200_tighter_stopping_and_clock_warm_up_did_not_help():
+    data = load("timing_quality_clock_warmup.json")
+    previous, tight = data["variants"]["previous"], data["variants"]["tight"]
+    assert "--rse-target 0.002" in tight["harness_args"] and "--clock-warmup-s 0.3" in tight["harness_args"]
+    assert previous["spread"] > 0.02 and tight["spread"] > 0.02
+    assert {run["gpu_clocks"]["after"]["clocks_event_reasons.active"] for run in previous["runs"] + tight["runs"]} == {
+        "0x0000000000000000"}  # no throttling in any process
+
+
+def test_worker_on_h200_with_the_shared_device_lock_stores_profiles_and_beats_the_sequential_loop():
+    data = load("worker_session3.json")
+    sequential = data["sequential"]
+    runs = data["worker_runs"]
+    for summary in (sequential, *runs.values()):
+        assert summary["kernels_per_hour"] == pytest.approx(3600 * summary["kernels"] / summary["wall_s"], rel=0.01)
+    for summary in runs.values():
+        assert summary["gpus"] == ["1"] and summary["kernels_recorded_twice"] == []
+        assert summary["runs_attempted_more_than_once"] == 0
+        assert summary["ncu_profiles_stored"] == summary["clang_tidy_profiles_stored"] == summary["kernels"]
+        # One GPU, cold builds: at least 4x the plain loop measured beside it on the other GPU.
+        assert summary["kernels_per_hour"] >= 4 * sequential["kernels_per_hour"]
+    verifications = data["verifications"]
+    assert len(verifications) == sum(summary["kernels"] for summary in runs.values()) == 50
+    assert len({v["kernel_id"] for v in verifications}) == 50
+    assert not set(data["remaining_kernel_ids"]) & {v["kernel_id"] for v in verifications}
+    for run in verifications:
+        assert run["attempts"] == 1 and run["gpu_name"] == "NVIDIA H200"
+        assert run["ncu_profile"]["metrics"] >= 20 and run["ncu_profile"]["rules"] >= 1, run["kernel_id"]
+        assert run["phases"]["alone_s"] > 0 and run["phases"]["run_s"] >= run["phases"]["alone_s"]
+        if run["status"] == "passed":
+            assert run["speedup_eager"] == pytest.approx(run["eager_runtime_ms"] / run["runtime_ms"])
+        if run["level"] == 3:  # the sample's MLP kernels call cuBLAS through torch
+            assert "library_call_replaces_kernel" in {f["name"] for f in run["flags"] if f["blocking"]}
+    # Lints killed by the consumers' graceful stop in call 1 (fixed since: clang-tidy gets its own
+    # session); every other lint ran to its end.
+    killed = {run["kernel_id"] for run in verifications if run["clang_tidy"]["stderr_head"].startswith(
+        "clang-tidy exited with status -2")}
+    assert killed and all(run["phases"]["clang_tidy_s"] < 60 for run in verifications)
+    first_harness = verifications[0]["harness_sha256"]  # calls 1 and 2 (call 3 had the start delay)
+    assert killed <= {run["kernel_id"] for run in verifications if run["harness_sha256"] == first_harness}
