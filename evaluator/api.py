@@ -28,7 +28,8 @@ class VerificationStatusSerializer(serializers.ModelSerializer):
         fields = [
             "id", "kernel", "status", "attempts", "gpu_name", "device", "harness_version", "bundle_sha256",
             "runtime_ms", "eager_runtime_ms", "compile_runtime_ms", "speedup_eager", "speedup_compile",
-            "max_abs_error", "max_rel_error", "tolerance", "flags", "created_at", "started_at", "finished_at",
+            "max_abs_error", "max_rel_error", "tolerance", "flags", "phases", "created_at", "started_at",
+            "finished_at",
         ]
 
 

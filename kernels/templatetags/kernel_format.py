@@ -55,3 +55,18 @@ def technique_label(tag):
 @register.filter
 def fast_p_label(p):
     return "correct" if p == 0 else f"> {p:g}×"
+
+
+# The worker's phases (Verification.phases, seconds), in the order a run goes through them.
+_PHASE_LABELS = (("build_s", "build"), ("run_s", "run"), ("device_wait_s", "waited for the GPU"),
+                 ("alone_s", "GPU alone"), ("ncu_s", "ncu"), ("clang_tidy_s", "clang-tidy"))
+
+
+@register.filter
+def phases_summary(phases):
+    """'build 84 s · run 94 s · waited for the GPU 70 s · GPU alone 4.9 s · ...' (seconds, 2 digits)."""
+    if not isinstance(phases, dict):
+        return DASH
+    parts = [f"{name} {value:.2g} s" if value < 10 else f"{name} {value:.0f} s"
+             for key, name in _PHASE_LABELS if (value := _number(phases.get(key))) is not None]
+    return " · ".join(parts) or DASH

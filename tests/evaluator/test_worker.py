@@ -63,6 +63,10 @@ def test_button_to_stored_result_and_failures_recorded(cpu_worker, tmp_path, cli
     honest.kernel.refresh_from_db()
     assert honest.kernel.verified and honest.kernel.latest_verification_id == honest.id
     assert honest.kernel.remeasured_speedup_eager == honest.speedup_eager
+    # The run shared its device through the worker's lock and was alone while timed.
+    assert honest.phases["build_s"] > 0 and honest.phases["run_s"] >= honest.phases["alone_s"] > 0
+    api = client.get(f"/api/verifications/{honest.id}/").json()
+    assert api["phases"] == honest.phases
     for name, flag in [("crash_kernel", "segfault"), ("hang_kernel", "timeout"), ("memory_hog_kernel", "out_of_memory")]:
         run = results[name]
         assert run.status == "failed", (name, run.log)

@@ -67,11 +67,12 @@ def add_profiles(kernel, *, ncu=NCU_PARSED, clang_tidy=CLANG_TIDY_PARSED, torch=
             Profile.objects.create(kernel=kernel, kind=kind, raw_text=repr(parsed), parsed=parsed)
 
 
-def make_verification(kernel, *, status=Verification.Status.PASSED, flags=(), speedup_eager=1.2) -> Verification:
+def make_verification(kernel, *, status=Verification.Status.PASSED, flags=(), speedup_eager=1.2,
+                      phases=None) -> Verification:
     # As the worker does: store the finished run, then refresh the kernel's verified state.
     run = Verification.objects.create(kernel=kernel, status=status, flags=list(flags), gpu_name="NVIDIA H200",
                                       speedup_eager=speedup_eager, speedup_compile=1.0, runtime_ms=0.25,
-                                      finished_at=timezone.now())
+                                      finished_at=timezone.now(), phases=phases or {})
     kernel_verification_state_refresh(kernel_id=kernel.id)
     kernel.refresh_from_db()
     return run

@@ -37,7 +37,8 @@ def board():
     }
     make_verification(kernels["verified"], speedup_eager=0.8)
     make_verification(kernels["flagged"], flags=[{"name": "stale_output", "blocking": True, "evidence": "x"}])
-    make_verification(kernels["slow"], status=Verification.Status.FAILED)
+    make_verification(kernels["slow"], status=Verification.Status.FAILED,
+                      phases={"build_s": 84.0, "run_s": 93.95, "device_wait_s": 69.83, "alone_s": 4.92, "ncu_s": 41.5})
     return kernels
 
 
@@ -161,6 +162,8 @@ def test_kernel_page_shows_code_profiles_diffs_and_history(client, board):
     assert 'id="torch-profile-table"' in html and "matmul_kernel" in html
     assert "Diff against the task&#x27;s best kernel" in html and "Diff against its parent" in html
     assert "Failed" in html  # the failed verification in the history
+    # Where the worker's time went, in the order of the run.
+    assert "build 84 s · run 94 s · waited for the GPU 70 s · GPU alone 4.9 s · ncu 42 s" in html
     assert f'href="/kernels/{slow.id}/source/"' in html
 
 
