@@ -19,12 +19,7 @@ both_s=${2:-150}
 rounds=${3:-6}
 threads=${4:-16}
 work=/tmp/gpu_campaign_and_timing
-mkdir -p "$work" "$OUT"
-cores=$(nproc)
-start=$(date +%s)
-bash scripts/gpu_worker_check.sh prepare || exit 1
-pin() { local cpus=$1; shift; if command -v taskset >/dev/null; then taskset -c "$cpus" "$@"; else "$@"; fi; }
-pack() { bash scripts/gpu_worker_check.sh pack "$work"; tar czf "$OUT/results.tgz" -C "$work" .; }
+source scripts/gpu_host_steps.sh
 
 pin 0-5 env CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1 python3 -m evaluator.gpu_campaign --out "$work/timing_quality" \
     --device cuda --timing-quality honest_matmul_cu --processes "$rounds" --time-budget 3 \

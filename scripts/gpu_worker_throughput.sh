@@ -19,12 +19,7 @@ sequential=${2:?kernel ids for the sequential loop}
 cold_s=${3:-270}
 warm_s=${4:-100}
 work=/tmp/gpu_worker_throughput
-mkdir -p "$work" "$OUT"
-cores=$(nproc)
-start=$(date +%s)
-bash scripts/gpu_worker_check.sh prepare || exit 1  # once, before the two runs below start at the same time
-pin() { local cpus=$1; shift; if command -v taskset >/dev/null; then taskset -c "$cpus" "$@"; else "$@"; fi; }
-pack() { bash scripts/gpu_worker_check.sh pack "$work"; tar czf "$OUT/results.tgz" -C "$work" .; }
+source scripts/gpu_host_steps.sh
 
 pin 0-3 env CUDA_VISIBLE_DEVICES=0 OUT=$work bash scripts/gpu_worker_check.sh sequential "$sequential" \
     > "$work/sequential.log" 2>&1 &
