@@ -100,8 +100,8 @@ def main(argv=None):
         with open(stage, "w") as fh:
             fh.write("candidate_call")
     # On a worker, other kernels' runs share the device. This process holds no lock while it
-    # loads (no candidate code runs on the GPU then) and the device alone from the first
-    # candidate call on. It never holds the lock while it waits for it: under ncu, which
+    # loads (imports, the cached build, the models' construction; no call of the candidate)
+    # and the device alone from the first candidate call on. It never holds the lock while it waits for it: under ncu, which
     # serializes its processes on a lock file of its own, a shared hold kept here while that
     # lock is awaited could deadlock with an ncu process waiting for the device alone.
     hold = device_lock.ProcessHold.from_environment(args.device)
