@@ -162,13 +162,20 @@ def extension_dir_for_model_new(src, build_dir):
     return path
 
 
-def _nvidia_smi(query):
+def nvidia_smi(fields, gpu=None):
+    """``{field: value}`` of ``nvidia-smi --query-gpu`` for one GPU (``gpu``: its PCI address,
+    which nvidia-smi takes since it ignores CUDA_VISIBLE_DEVICES; None: the first GPU), or None
+    when nvidia-smi cannot answer."""
+    command = ["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+    if gpu:
+        command.insert(1, "--id=" + gpu)
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=" + query, "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
-        return out.stdout.strip().splitlines()[0].strip() if out.returncode == 0 and out.stdout else None
+        out = subprocess.run(command, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
+    lines = out.stdout.strip().splitlines() if out.returncode == 0 else []
+    values = [value.strip() for value in lines[0].split(",")] if lines else []
+    return dict(zip(fields, values)) if len(values) == len(fields) else None
 
 
 def _cpu_model():
@@ -200,7 +207,7 @@ def collect_versions(device, harness_version, harness_sha):
         info["gpu"] = props.name
         info["gpu_capability"] = "%d.%d" % (props.major, props.minor)
         info["gpu_memory_bytes"] = int(props.total_memory)
-        info["driver"] = _nvidia_smi("driver_version")
+        info["driver"] = (nvidia_smi(["driver_version"]) or {}).get("driver_version")
     return info
 
 

@@ -11,14 +11,15 @@ No Django imports here: this file ships inside the verification bundle.
 import math
 import random
 import statistics
-import subprocess
 import time
 
 import torch
 
 try:
+    from . import harness_build as build
     from . import harness_inputs as inputs_mod
 except ImportError:  # standalone copy
+    import harness_build as build
     import harness_inputs as inputs_mod
 
 _perf = time.perf_counter
@@ -107,19 +108,13 @@ GPU_CLOCK_FIELDS = ("clocks.sm", "clocks.mem", "power.draw", "temperature.gpu", 
 
 def gpu_clocks():
     """This process's GPU's clocks (MHz), power (W), temperature (C) and throttle-reason mask,
-    from nvidia-smi (found by PCI address: nvidia-smi ignores CUDA_VISIBLE_DEVICES); None
-    when it cannot be asked."""
+    from nvidia-smi; None when it cannot be asked."""
     try:
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         address = "%08X:%02X:%02X.0" % (props.pci_domain_id, props.pci_bus_id, props.pci_device_id)
-        out = subprocess.run(["nvidia-smi", "--id=" + address, "--query-gpu=" + ",".join(GPU_CLOCK_FIELDS),
-                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
-    except (AttributeError, RuntimeError, OSError, subprocess.SubprocessError):
+    except (AttributeError, RuntimeError):
         return None
-    values = out.stdout.strip().split(", ") if out.returncode == 0 else []
-    if len(values) != len(GPU_CLOCK_FIELDS):
-        return None
-    return dict(zip(GPU_CLOCK_FIELDS, values))
+    return build.nvidia_smi(GPU_CLOCK_FIELDS, address)
 
 
 class L2Flusher:

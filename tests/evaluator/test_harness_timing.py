@@ -1,6 +1,8 @@
 """Timing machinery on the CPU: interleaving, adaptive stop, summaries, bandwidth floor."""
+import os
 import time
 
+from evaluator import harness_build
 from evaluator import harness_timing as timing
 
 
@@ -49,3 +51,18 @@ def test_bandwidth_table_and_cpu_measurement():
     assert "H200" in names and "H100" in names
     bw, source = timing.device_bandwidth("cpu", 8 << 20)
     assert bw > 1e8 and "measured" in source
+
+
+def test_nvidia_smi_answers_for_the_gpu_asked_by_pci_address(tmp_path, monkeypatch):
+    """No GPU here: an nvidia-smi that prints what the H200's printed for these fields
+    (tests/fixtures/h200/timing_quality_start_delay.json) and records its arguments."""
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/args"\n'
+                    'echo "1980, 3201, 122.68, 35, 0x0000000000000000"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    answer = harness_build.nvidia_smi(timing.GPU_CLOCK_FIELDS, "00000000:19:00.0")
+    assert answer == {"clocks.sm": "1980", "clocks.mem": "3201", "power.draw": "122.68", "temperature.gpu": "35",
+                      "clocks_event_reasons.active": "0x0000000000000000"}
+    assert (tmp_path / "args").read_text().split()[0] == "--id=00000000:19:00.0"
+    assert harness_build.nvidia_smi(["driver_version", "name"]) is None  # a line that does not fit the fields

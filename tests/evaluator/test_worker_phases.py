@@ -269,3 +269,4 @@ def test_the_workers_ncu_profile_from_the_h200_is_stored_and_shown_beside_the_ar
     html = client.get(reverse("kernel_detail", kwargs={"kernel_id": kernel.id})).content.decode()
     assert "(measured by our worker)" in html and "(imported with the archive)" in html
     assert "Achieved Occupancy" in html and "L2 Compression Input Sectors" in html  # a metric only the H200 run has
+
