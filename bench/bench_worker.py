@@ -48,8 +48,8 @@ from django.db import close_old_connections  # noqa: E402
 from django.db.models import Case, Value, When  # noqa: E402
 
 from evaluator import services  # noqa: E402
-from evaluator.bundle_runner import run_bundle  # noqa: E402
-from evaluator.clang_tidy import run_clang_tidy  # noqa: E402
+from verifier.bundle_run import run_bundle  # noqa: E402
+from verifier.clang_tidy_run import run_clang_tidy  # noqa: E402
 from evaluator.kernel_bundles import bundle_for_kernel  # noqa: E402
 from kernels.models import Kernel, Profile, Verification  # noqa: E402
 

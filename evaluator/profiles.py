@@ -29,7 +29,7 @@ def profile_refresh_clang_tidy(*, kernel_id: int) -> Profile | None:
 
 def profile_store_ncu(*, kernel_id: int, raw_text: str, parsed: dict) -> Profile:
     """Store the worker's Nsight Compute profile: raw_text is ncu's own CSV (details page, base
-    units), parsed is the archive's {'metrics', 'rules'} shape (evaluator/gpu_profiles.py)."""
+    units), parsed is the archive's {'metrics', 'rules'} shape (verifier/ncu_profile.py)."""
     profile, _ = Profile.objects.update_or_create(
         kernel_id=kernel_id, kind=Profile.Kind.NCU, origin=Profile.Origin.WORKER,
         defaults={"raw_text": raw_text, "parsed": parsed},

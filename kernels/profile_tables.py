@@ -2,7 +2,7 @@
 the torch profiler's top events, clang-tidy warnings grouped by check. No ORM here."""
 from collections import Counter
 
-from evaluator.profile_parsers import parse_clang_tidy_output
+from verifier.profile_parsers import parse_clang_tidy_output
 
 SOL = "GPU Speed Of Light Throughput"
 COMPUTE = "Compute Workload Analysis"

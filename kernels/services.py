@@ -184,7 +184,7 @@ def _tasks_for(records: list[KernelRecord], cache: dict, summary: ImportSummary)
 
 def _known_functional_form(record: KernelRecord) -> str:
     """Functional forms the project ships for KernelBench tasks, matched on level, task and op name."""
-    from evaluator.functional_forms import functional_form_source
+    from verifier.functional_forms import functional_form_source
 
     return functional_form_source(record.level, record.task_number, record.op_name) or ""
 

@@ -21,7 +21,7 @@ threads=${4:-16}
 work=/tmp/gpu_campaign_and_timing
 source scripts/gpu_host_steps.sh
 
-pin 0-5 env CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1 python3 -m evaluator.gpu_campaign --out "$work/timing_quality" \
+pin 0-5 env CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1 python3 -m verifier.gpu_campaign --out "$work/timing_quality" \
     --device cuda --timing-quality honest_matmul_cu --processes "$rounds" --time-budget 3 \
     --build-dir /tmp/kb_timing_builds \
     --variant "no_start_delay=--start-delay-us 0" --variant "start_delay=--start-delay-us 50" \

@@ -33,7 +33,7 @@ CHEATS=side_stream_relu_cu,side_stream_matmul_cu,deferred_write_cu,warm_cache_cu
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$work/gpus.txt"
 demo 1 1 $((budget - 60)) &
 (
-    CUDA_VISIBLE_DEVICES=0 timeout $((budget / 2)) python3 -m evaluator.gpu_campaign --device cuda \
+    CUDA_VISIBLE_DEVICES=0 timeout $((budget / 2)) python3 -m verifier.gpu_campaign --device cuda \
         --out "$work/cheats" --jobs 6 --timed-jobs 1 --build-dir /tmp/kb_cheat_builds --time-budget 2 \
         --timeout 240 --no-compile --only "$CHEATS" > "$work/cheats.log" 2>&1
     demo 0 0 $((budget - 60 - ($(date +%s) - start)))

@@ -28,9 +28,9 @@ import json
 m = json.load(open("evaluator/demo_archive/manifest.json"))
 for e in m["entries"]:
     print(m["tasks"][e["task"]]["module"], e["file"], e["kind"])
-print("evaluator/cheat_suite/tasks/relu.py evaluator/cheat_suite/candidates/cheat_warm_cache.cu cuda_forward")
+print("verifier/cheat_suite/tasks/relu.py verifier/cheat_suite/candidates/cheat_warm_cache.cu cuda_forward")
 ' > "$work/builds.txt"
-xargs -P 16 -L 1 sh -c 'python3 -m evaluator.harness --reference "$0" --candidate "$1" --kind "$2" --device cuda \
+xargs -P 16 -L 1 sh -c 'python3 -m verifier.harness --reference "$0" --candidate "$1" --kind "$2" --device cuda \
     --build-dir '"$builds"' --build-only > /dev/null 2>&1' < "$work/builds.txt"
 echo "prebuilt at $(( $(date +%s) - start )) s"
 
@@ -51,7 +51,7 @@ CUDA_VISIBLE_DEVICES=0 python3 -m evaluator.demo_archive.build --device cuda --o
 echo "demo done at $(( $(date +%s) - start )) s"
 
 # 3. The warm-cache cheat, timed (it is caught only when timed).
-CUDA_VISIBLE_DEVICES=0 timeout 90 python3 -m evaluator.gpu_campaign --device cuda --out "$work/cheats" --jobs 1 \
+CUDA_VISIBLE_DEVICES=0 timeout 90 python3 -m verifier.gpu_campaign --device cuda --out "$work/cheats" --jobs 1 \
     --timed-jobs 1 --build-dir "$builds" --time-budget 2 --timeout 80 --no-compile --only warm_cache_cu \
     > "$work/cheats.log" 2>&1
 echo "cheat done at $(( $(date +%s) - start )) s"

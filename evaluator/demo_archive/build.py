@@ -13,7 +13,7 @@ seconds and the exit status is 3 until everything is done):
   naive     evaluator/demo_archive/naive_eval.py, one entry at a time in the sandbox: the
             archive's *claimed* numbers (Correct, Max_Diff, KernelBench-way runtimes and speedups);
   timed     the harness again with timing, one at a time, for the entries that passed check;
-  profiles  NCU_Profile and Torch_Profile from evaluator/gpu_profiles.py (when it exists; cuda
+  profiles  NCU_Profile and Torch_Profile from verifier/ncu_profile.py (when it exists; cuda
             only), one at a time, for the entries the naive evaluator called correct.
 Outputs in DIR: demo_archive.jsonl (the archive's 19 columns plus Hardware and Experiment;
 written once every phase is done, demo_archive.partial.jsonl before), demo_harness_results.json
@@ -31,8 +31,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 EVALUATOR = os.path.dirname(HERE)
 ROOT = os.path.dirname(EVALUATOR)
-sys.path.insert(0, EVALUATOR)
-import sandbox  # noqa: E402  (sibling module, as gpu_campaign imports it)
+sys.path.insert(0, ROOT)
+from verifier import sandbox  # noqa: E402
 
 from evaluator.demo_archive import rows  # noqa: E402
 
@@ -128,7 +128,7 @@ class Builder:
 
     def harness_argv(self, entry, timed):
         ref, cand, fn = entry_paths(self.manifest, entry)
-        argv = [sys.executable, "-m", "evaluator.harness", "--reference", ref, "--candidate", cand,
+        argv = [sys.executable, "-m", "verifier.harness", "--reference", ref, "--candidate", cand,
                 "--kind", entry["kind"], "--device", self.args.device, "--build-dir", self.args.build_dir]
         if fn:
             argv += ["--functional", fn]
@@ -209,9 +209,9 @@ class Builder:
         todo = [e for e in self.entries if self._wants_profiles(e) and
                 (self.state.get(e["name"], "ncu") is None or self.state.get(e["name"], "torch_profile") is None)]
         try:
-            from evaluator import gpu_profiles
+            from verifier import ncu_profile as gpu_profiles
         except ImportError as exc:
-            print("profiles: evaluator/gpu_profiles.py is not importable (%s): NCU_Profile and Torch_Profile "
+            print("profiles: verifier/ncu_profile.py is not importable (%s): NCU_Profile and Torch_Profile "
                   "stay empty" % exc, flush=True)
             return
 
@@ -317,7 +317,7 @@ class Builder:
 
 def _profiles_available():
     try:
-        from evaluator import gpu_profiles  # noqa: F401
+        from verifier import ncu_profile as gpu_profiles  # noqa: F401
     except ImportError:
         return False
     return True
@@ -331,7 +331,7 @@ def _clang_tidy(entry):
     """The archive's Clang_Tidy column for this source; None when clang-tidy is not installed
     (an 'is not installed' note is not a lint result)."""
     try:
-        import clang_tidy
+        from verifier import clang_tidy_run as clang_tidy
     except ImportError:
         return None
     with open(_abs(entry["file"])) as fh:

@@ -14,11 +14,11 @@ nothing more, so cheats that the harness catches look fine here:
 3. correct = same shape and ``torch.allclose(out, ref, atol=1e-2, rtol=1e-2)``; Max_Diff =
    max |out - ref|;
 4. runtimes: mean of 100 CUDA-event-timed calls after 3 warm-ups on the *same* inputs
-   (evaluator/kernelbench_timing.py), for the candidate (when correct), the eager reference
+   (verifier/kernelbench_timing.py), for the candidate (when correct), the eager reference
    and ``torch.compile(reference)``; speedup = baseline / candidate; incorrect: speedup 0.0
    and no runtime, like the published archive.
 Prints one JSON document (``verdict``: correct, incorrect or error).  Run it through
-evaluator/sandbox.py: a cheat may crash the process.  No Django imports.
+verifier/sandbox.py: a cheat may crash the process.  No Django imports.
 """
 import argparse
 import json
@@ -29,13 +29,13 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EVALUATOR = os.path.dirname(HERE)
-sys.path.insert(0, EVALUATOR)
+sys.path.insert(0, os.path.dirname(EVALUATOR))
 
 import torch  # noqa: E402
 
-import harness_build as build  # noqa: E402
-import harness_inputs as inp  # noqa: E402
-from kernelbench_timing import kernelbench_time  # noqa: E402
+from verifier import build  # noqa: E402
+from verifier import inputs as inp  # noqa: E402
+from verifier.kernelbench_timing import kernelbench_time  # noqa: E402
 
 ATOL = RTOL = 1e-2
 

@@ -2,7 +2,7 @@
 
 The last tests extract a bundle into a fresh folder and run its verify.py with a fresh
 interpreter, as a user who downloaded it would: first against a stub harness (to pin
-verify.py's side of the CLI contract), then against the real evaluator/harness.py.
+verify.py's side of the CLI contract), then against the real verifier/harness.py.
 """
 import io
 import json
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.bundle import bundle_files, bundle_sha256, build_bundle
+from verifier.bundle import bundle_files, bundle_sha256, build_bundle
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EVALUATOR_DIR = REPO_ROOT / "evaluator"
@@ -189,7 +189,7 @@ def test_model_new_kernels_and_known_functional_forms(fake_harness_dir):
         harness_dir=fake_harness_dir,
     )
     assert "model_new.py" in files and "kernel.cu" not in files
-    assert b"1_Conv2D_ReLU_BiasAdd" in files["functional.py"]  # filled in from evaluator.functional_forms
+    assert b"1_Conv2D_ReLU_BiasAdd" in files["functional.py"]  # filled in from verifier.functional_forms
     claims = json.loads(files["claims.json"])
     assert claims["claimed"]["runtime_ms"] is None and claims["claimed"]["error"] == "boom"
     no_form = bundle_files(kernel=kernel(), task={**TASK, "functional_code": ""}, claimed={}, harness_dir=fake_harness_dir)
@@ -303,7 +303,7 @@ def test_verify_script_reports_a_crashed_harness_and_edited_files(tmp_path):
 @pytest.mark.slow
 def test_downloaded_bundle_runs_in_a_fresh_directory_on_cpu(tmp_path):
     if not (EVALUATOR_DIR / "harness.py").exists():
-        pytest.skip("evaluator/harness.py does not exist yet (being written separately)")
+        pytest.skip("verifier/harness.py does not exist yet (being written separately)")
     honest = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=EVALUATOR_DIR)
     completed, result = run_verify(honest, tmp_path / "honest")
     assert completed.returncode == 0, completed.stdout + completed.stderr

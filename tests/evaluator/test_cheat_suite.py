@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import gpu_campaign, harness_build
+from verifier import gpu_campaign, harness_build
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = gpu_campaign.load_manifest()

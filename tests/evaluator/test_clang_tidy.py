@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.clang_tidy import run_clang_tidy
-from evaluator.profile_parsers.clang_tidy import count_by_check, parse_clang_tidy_output
+from verifier.clang_tidy_run import run_clang_tidy
+from verifier.profile_parsers.clang_tidy import count_by_check, parse_clang_tidy_output
 from kernels.models import Profile
 from tests.kernels.kernel_factories import make_kernel, make_task
 
@@ -77,7 +77,7 @@ def test_service_upserts_one_worker_profile_and_the_page_shows_it(client):
 SIGINT_DURING_LINT = r"""
 import json, os, signal, sys, threading, time
 sys.path.insert(0, sys.argv[1])
-from evaluator.clang_tidy import run_clang_tidy
+from verifier.clang_tidy_run import run_clang_tidy
 
 signal.signal(signal.SIGINT, lambda *_: None)  # this process survives; a default child would not
 threading.Timer(1.0, lambda: os.killpg(os.getpgid(0), signal.SIGINT)).start()

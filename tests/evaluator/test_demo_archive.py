@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from evaluator import harness_build
+from verifier import build as harness_build
 from evaluator.demo_archive import build
 from kernels.ingest.archive_schema import COLUMNS
 from kernels.models import Kernel, Task

@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from evaluator.functional_forms import functional_form_source, known_forms
+from verifier.functional_forms import functional_form_source, known_forms
 
 SHARED_DIR = Path(__file__).resolve().parents[2].parent / "shared"
 SAMPLE_ROWS = SHARED_DIR / "data" / "sakana_archive_subset.jsonl"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import gpu_campaign
+from verifier import gpu_campaign
 from evaluator.verification_results import fields_from_result
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
@@ -121,7 +121,7 @@ def test_worker_end_to_end_on_h200_records_each_run_once_and_splits_two_gpus():
 
 
 def test_ncu_details_csv_from_the_h200_in_base_units_parses_into_the_archive_shape():
-    from evaluator.profile_parsers import parse_ncu_details_csv
+    from verifier.profile_parsers import parse_ncu_details_csv
 
     profile = parse_ncu_details_csv((FIXTURES / "ncu_details_base_units.csv").read_text())
     metrics = profile["metrics"]

@@ -5,10 +5,10 @@ import time
 import pytest
 import torch
 
-from evaluator import harness_checks as checks
-from evaluator import harness_guard as guard
-from evaluator import harness_inputs as inp
-from evaluator import harness_static as static
+from verifier import checks as checks
+from verifier import guard as guard
+from verifier import inputs as inp
+from verifier import static_scan as static
 
 TOL = {"abs": 1e-2, "rel": 1e-3}
 

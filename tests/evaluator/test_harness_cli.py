@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import harness_build
+from verifier import build as harness_build
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "evaluator" / "cheat_suite"
@@ -24,7 +24,7 @@ def build_dir():
 
 
 def run_cli(args, cwd=ROOT, module=True, timeout=900):
-    cmd = [sys.executable, "-m", "evaluator.harness"] if module else [sys.executable, "-E", "-s", "harness.py"]
+    cmd = [sys.executable, "-m", "verifier.harness"] if module else [sys.executable, "-E", "-s", "harness.py"]
     proc = subprocess.run(cmd + [str(a) for a in args] + ["--build-dir", build_dir()], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -2,8 +2,8 @@
 import os
 import time
 
-from evaluator import harness_build
-from evaluator import harness_timing as timing
+from verifier import build as harness_build
+from verifier import timing as timing
 
 
 def test_summaries_and_rse():

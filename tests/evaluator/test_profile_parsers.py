@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.profile_parsers import (
+from verifier.profile_parsers import (
     count_by_check,
     parse_clang_tidy_output,
     parse_ncu_details_csv,

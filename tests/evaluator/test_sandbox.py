@@ -3,15 +3,15 @@ takes the caller down."""
 import sys
 from pathlib import Path
 
-from evaluator import harness_build
-from evaluator.sandbox import run_harness_isolated
+from verifier import build as harness_build
+from verifier.sandbox import run_harness_isolated
 
 ROOT = Path(__file__).resolve().parents[2]
 RELU = ROOT / "evaluator" / "cheat_suite" / "tasks" / "relu.py"
 
 
 def harness_argv(candidate, *extra):
-    return [sys.executable, "-m", "evaluator.harness", "--reference", RELU, "--candidate", candidate,
+    return [sys.executable, "-m", "verifier.harness", "--reference", RELU, "--candidate", candidate,
             "--kind", "model_new", "--device", "cpu", "--no-timing", "--seeds", "1,2",
             "--build-dir", harness_build.default_build_dir(), *extra]
 

@@ -17,7 +17,7 @@ from django.urls import reverse
 from huey.contrib.djhuey import HUEY
 from rest_framework.authtoken.models import Token
 
-from evaluator import harness_build
+from verifier import build as harness_build
 from evaluator.kernel_bundles import bundle_for_kernel, bundle_sha256
 from kernels.models import Kernel, Verification
 from kernels.services import archive_import_file

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import gpu_profiles, harness_build
-from evaluator.harness_device_lock import LOCK_DIR_VARIABLE, DeviceLock, ProcessHold, device_key
+from verifier import ncu_profile as gpu_profiles, harness_build
+from verifier.device_lock import LOCK_DIR_VARIABLE, DeviceLock, ProcessHold, device_key
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "evaluator" / "cheat_suite"
@@ -144,7 +144,7 @@ def test_without_a_lock_directory_a_process_hold_locks_nothing(monkeypatch):
 
 
 def _harness(*args, build_dir, env=None):
-    command = [sys.executable, "-m", "evaluator.harness", "--device", "cpu", "--build-dir", str(build_dir), *args]
+    command = [sys.executable, "-m", "verifier.harness", "--device", "cpu", "--build-dir", str(build_dir), *args]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     return json.loads(done.stdout)
 
@@ -253,7 +253,7 @@ def test_ncu_is_asked_for_the_archive_sections_on_the_candidates_own_kernels(mon
 def test_the_workers_ncu_profile_from_the_h200_is_stored_and_shown_beside_the_archives(client):
     from django.urls import reverse
 
-    from evaluator.profile_parsers import parse_ncu_details_csv
+    from verifier.profile_parsers import parse_ncu_details_csv
     from evaluator.profiles import profile_store_ncu
     from kernels.models import Profile
     from tests.kernels.kernel_factories import add_profiles, make_kernel, make_task

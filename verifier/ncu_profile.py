@@ -4,9 +4,9 @@
 Engineer Archive profiled (Occupancy, WarpStateStats, MemoryWorkloadAnalysis,
 ComputeWorkloadAnalysis), base units, on 5 launches of the candidate's own kernels (the
 ``__global__`` functions its source defines, so torch's helper kernels are left out), and
-parses it with evaluator/profile_parsers into ``{'metrics': ..., 'rules': ...}``.
+parses it with verifier/profile_parsers into ``{'metrics': ..., 'rules': ...}``.
 ``torch_profile`` runs torch.profiler over 5 calls and parses its key-averages table into
-``{event: {...}}``. Both run evaluator/profile_driver.py in the sandbox, so a candidate that
+``{event: {...}}``. Both run verifier/profile_driver.py in the sandbox, so a candidate that
 crashes or hangs under the profiler costs a recorded error, never the worker.
 
 Both return None where there is nothing to do (not on a GPU, or no ncu installed), else
@@ -20,14 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-try:
-    from . import sandbox
-    from .profile_parsers.ncu import parse_ncu_details_csv
-    from .profile_parsers.torch_profile import parse_torch_profile_table
-except ImportError:  # run as a file beside its siblings
-    import sandbox
-    from profile_parsers.ncu import parse_ncu_details_csv
-    from profile_parsers.torch_profile import parse_torch_profile_table
+from . import sandbox
+from .profile_parsers.ncu import parse_ncu_details_csv
+from .profile_parsers.torch_profile import parse_torch_profile_table
 
 DRIVER = Path(__file__).resolve().parent / "profile_driver.py"
 NCU_SECTIONS = ("Occupancy", "WarpStateStats", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis")

@@ -12,7 +12,7 @@ is (e.g. ``-- --build-dir DIR --time-budget 20``). Needs only the standard libra
 Exit status: 0 when the harness decided (verdict passed or failed, as the harness itself
 does), 2 when it could not (verdict error: build failure, crash, timeout, bad output).
 
-This file is shipped as verify.py inside every verification bundle (evaluator/bundle.py).
+This file is shipped as verify.py inside every verification bundle (verifier/bundle.py).
 """
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """Run a verification bundle the way a user would, under the sandbox (no Django).
 
 The worker unpacks the very zip users download, builds the same harness command line as
-the bundle's verify.py, and runs it with evaluator/sandbox.py's limits, so what is shown on
+the bundle's verify.py, and runs it with verifier/sandbox.py's limits, so what is shown on
 the site is what anyone can reproduce from the download.
 
 A run has two phases. The build (``harness.py --build-only``) needs only CPU cores, so
 many run at once. The measuring run (correctness, timing, then ncu) shares the GPU with the
-other kernels' measuring runs through evaluator/harness_device_lock.py: the harness and the
+other kernels' measuring runs through verifier/device_lock.py: the harness and the
 profile driver hold their device shared while they check and alone while they time or
 profile, so correctness trials overlap while every timing and ncu window runs alone.
 """
@@ -20,9 +20,9 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .bundle_verify import CANDIDATE_FILE_BY_KIND, harness_command
-from .harness_device_lock import LOCK_DIR_VARIABLE
-from .gpu_profiles import ncu_profile
+from .bundle_script import CANDIDATE_FILE_BY_KIND, harness_command
+from .device_lock import LOCK_DIR_VARIABLE
+from .ncu_profile import ncu_profile
 from .sandbox import run_harness_isolated
 
 

@@ -7,12 +7,8 @@ import math
 
 import torch
 
-try:
-    from . import harness_inputs as inputs_mod
-    from . import harness_memory as memory
-except ImportError:  # standalone copy: siblings are plain modules
-    import harness_inputs as inputs_mod
-    import harness_memory as memory
+from . import inputs as inputs_mod
+from . import memory
 
 NEAR_ZERO_ABS = 0.01  # robust-kbench: output |y| < 0.01 everywhere
 INSENSITIVE_STD = 0.01  # robust-kbench: per-element std across inputs < 0.01

@@ -10,14 +10,9 @@ import time
 
 import torch
 
-try:
-    from . import harness_checks as checks
-    from . import harness_guard as guard
-    from . import harness_inputs as inp
-except ImportError:  # standalone copy
-    import harness_checks as checks
-    import harness_guard as guard
-    import harness_inputs as inp
+from . import checks
+from . import guard
+from . import inputs as inp
 
 _sleep = time.sleep
 _cuda_sync = torch.cuda.synchronize

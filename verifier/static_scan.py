@@ -13,10 +13,7 @@ import io
 import re
 import tokenize
 
-try:
-    from . import harness_checks as checks
-except ImportError:  # standalone copy
-    import harness_checks as checks
+from . import checks
 
 COMPUTE_NAMES = (
     "matmul|mm|bmm|addmm|baddbmm|addbmm|addmv|mv|dot|linear|einsum|tensordot|conv[123]d|convolution|"

@@ -61,7 +61,7 @@ _CUDA_CONSTRUCT = re.compile(
 _NO_TOOLKIT_NOTE = (
     "note: no CUDA toolkit was found (CUDA_HOME, CUDA_PATH, /usr/local/cuda, nvcc on PATH); "
     "clang-tidy ran with -nocudainc and the project's minimal stub of the CUDA runtime "
-    "(evaluator/clang_tidy.py), so errors about CUDA names or headers may come from the stub, "
+    "(verifier/clang_tidy_run.py), so errors about CUDA names or headers may come from the stub, "
     "not from the kernel.\n"
 )
 

@@ -1,6 +1,6 @@
 """GPU campaign: run the cheat suite (and, later, more work) through the real harness.
 
-    python -m evaluator.gpu_campaign --out DIR [--device cuda|cpu] [--jobs 14] [--only a,b]
+    python -m verifier.gpu_campaign --out DIR [--device cuda|cpu] [--jobs 14] [--only a,b]
         [--build-dir DIR] [--timeout 900] [--per-doc]
         [--archive ROWS.jsonl --functional-dir DIR [--limit N]]
         [--timing-quality NAME [--processes 5] [--variant NAME=ARGS ...]]
@@ -27,8 +27,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SUITE = os.path.join(HERE, "cheat_suite")
-sys.path.insert(0, HERE)
-import sandbox  # noqa: E402  (sibling module; works as script and as -m)
+sys.path.insert(0, ROOT)  # run as a file too: `python verifier/gpu_campaign.py`
+from verifier import sandbox  # noqa: E402
 
 
 def load_manifest():
@@ -44,7 +44,7 @@ def entry_paths(entry):
 
 
 def harness_argv(ref, cand, kind, device, build_dir, functional=None, timing=False, extra=()):
-    argv = [sys.executable, "-m", "evaluator.harness", "--reference", ref, "--candidate", cand, "--kind", kind,
+    argv = [sys.executable, "-m", "verifier.harness", "--reference", ref, "--candidate", cand, "--kind", kind,
             "--device", device, "--build-dir", build_dir]
     if functional:
         argv += ["--functional", functional]
@@ -226,8 +226,8 @@ def _write_archive_results(out, results):
 KB_STYLE = r"""
 import json, sys, time, torch
 sys.path.insert(0, {here!r})
-import harness_build as build, harness_inputs as inp
-from kernelbench_timing import kernelbench_time
+from verifier import build, inputs as inp
+from verifier.kernelbench_timing import kernelbench_time
 ref_src, cand_src, kind, fn_src, build_dir, device = {args!r}
 ref = build.module_from_source(ref_src, "reference", build_dir)
 init = inp.make_init_inputs(ref)
@@ -271,7 +271,7 @@ def run_timing_quality(args, env):
             runs[name].append({"median_ms": candidate.get("median_ms"), "iqr_ms": candidate.get("iqr_ms"),
                                "n": candidate.get("n"), "stop": timing_info.get("stop"),
                                "gpu_clocks": timing_info.get("gpu_clocks"), "error": doc.get("error")})
-        out = subprocess.run([sys.executable, "-c", KB_STYLE.format(here=HERE, args=tuple(srcs))],
+        out = subprocess.run([sys.executable, "-c", KB_STYLE.format(here=ROOT, args=tuple(srcs))],
                              capture_output=True, text=True, env=env, timeout=args.timeout)
         try:
             kb.append(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -310,7 +310,7 @@ def main(argv=None):
     p.add_argument("--per-doc", action="store_true")
     p.add_argument("--archive")
     p.add_argument("--functional-dir", default=os.path.join(HERE, "functional_forms"),
-                   help="level<L>_task<T>.py functional forms (default: evaluator/functional_forms)")
+                   help="level<L>_task<T>.py functional forms (default: verifier/functional_forms)")
     p.add_argument("--limit", type=int)
     p.add_argument("--timing-quality")
     p.add_argument("--processes", type=int, default=5)

@@ -8,7 +8,7 @@ The candidate is loaded exactly as the harness loads it (same build cache, same 
 same functional form), warmed up twice outside the profiled window, then called --calls
 times inside it. In ``ncu`` mode the window is cudaProfilerStart/Stop (run under
 ``ncu --profile-from-start off``); in ``torch`` mode it is a torch.profiler session whose
-key-averages table the document carries. evaluator/gpu_profiles.py runs this file in the
+key-averages table the document carries. verifier/ncu_profile.py runs this file in the
 sandbox; it prints ``{"verdict": "profiled", ...}`` on success.
 """
 import argparse
@@ -18,16 +18,10 @@ import sys
 
 import torch
 
-try:
-    from . import harness
-    from . import harness_build as build
-    from . import harness_device_lock as device_lock
-    from . import harness_inputs as inp
-except ImportError:  # run as a file beside the harness modules
-    import harness
-    import harness_build as build
-    import harness_device_lock as device_lock
-    import harness_inputs as inp
+from . import harness
+from . import build
+from . import device_lock
+from . import inputs as inp
 
 WARM_UP_CALLS = 2
 TORCH_TABLE_ROWS = 20

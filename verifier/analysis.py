@@ -9,18 +9,11 @@ import random
 
 import torch
 
-try:
-    from . import harness_checks as checks
-    from . import harness_guard as guard
-    from . import harness_inputs as inp
-    from . import harness_timing as timing
-    from . import harness_trials as trials_mod
-except ImportError:  # standalone copy
-    import harness_checks as checks
-    import harness_guard as guard
-    import harness_inputs as inp
-    import harness_timing as timing
-    import harness_trials as trials_mod
+from . import checks
+from . import guard
+from . import inputs as inp
+from . import timing
+from . import trials as trials_mod
 
 
 def analyse(doc, ctx):

@@ -15,12 +15,8 @@ import time
 
 import torch
 
-try:
-    from . import harness_build as build
-    from . import harness_inputs as inputs_mod
-except ImportError:  # standalone copy
-    import harness_build as build
-    import harness_inputs as inputs_mod
+from . import build
+from . import inputs as inputs_mod
 
 _perf = time.perf_counter
 _sleep = time.sleep

@@ -18,7 +18,7 @@ import re
 import zipfile
 from pathlib import Path
 
-from evaluator.functional_forms import functional_form_source
+from verifier.functional_forms import functional_form_source
 
 BUNDLE_FORMAT_VERSION = 1
 CANDIDATE_FILE_BY_KIND = {"cuda_forward": "kernel.cu", "model_new": "model_new.py"}
