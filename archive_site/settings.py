@@ -4,6 +4,7 @@ Embedded default: SQLite and Huey on SQLite under ARCHIVE_DATA_DIR.
 At scale: PostgreSQL via DATABASE_URL and Huey on Redis via REDIS_URL.
 """
 import os
+import socket
 from pathlib import Path
 
 import dj_database_url
@@ -159,6 +160,15 @@ VERIFY_REFRESH_PROFILES = os.environ.get("ARCHIVE_VERIFY_REFRESH_PROFILES", "1")
 # The periodic task re-queues kernels whose latest result is older than this.
 REVERIFY_MAX_AGE_DAYS = int(os.environ.get("ARCHIVE_REVERIFY_MAX_AGE_DAYS", "30"))
 BUILD_CACHE_DIR = Path(os.environ.get("ARCHIVE_BUILD_CACHE_DIR", DATA_DIR / "build_cache"))
+
+# Signed verification records (evaluator/verification_records.py, docs/verification_records.md).
+# Public keys whose records count as this site's own results; the default file ships the key
+# that signed the project's own H200 results.
+TRUSTED_KEYS_FILE = Path(os.environ.get("ARCHIVE_TRUSTED_KEYS_FILE", BASE_DIR / "evaluator" / "trusted_keys.json"))
+# This site's worker key (an Ed25519 private key, PEM): signs its own results on export.
+WORKER_KEY_FILE = os.environ.get("ARCHIVE_WORKER_KEY_FILE", "") or None
+# The name its signed records carry.
+VERIFIER_NAME = os.environ.get("ARCHIVE_VERIFIER_NAME", "") or f"kernel-archive worker at {socket.gethostname()}"
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

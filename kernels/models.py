@@ -66,6 +66,19 @@ class Kernel(models.Model):
     remeasured_runtime_ms = models.FloatField(null=True, blank=True)
     remeasured_speedup_eager = models.FloatField(null=True, blank=True)
     remeasured_speedup_compile = models.FloatField(null=True, blank=True)
+    # The GPU the re-measured numbers come from: claims and re-measurements of different GPUs
+    # are never shown in one column without it.
+    remeasured_gpu = models.CharField(max_length=128, blank=True, default="")
+    # The latest trusted finished verification in plain words (kernels/verdicts.py): "" (none),
+    # passed, failed or error; and the names of its blocking flags, stored as ",a,b,", so lists
+    # tell "wrong", "cheats" and "a library does the work" apart without reading verifications.
+    verdict = models.CharField(max_length=8, blank=True, default="")
+    verdict_flags = models.CharField(max_length=512, blank=True, default="")
+    # Screening at import (kernels/screening.py): suspected_* flags with evidence, from the
+    # static scan of the source and the imported profiles. Suspicion, not proof: a passed
+    # verification outranks it.
+    screening_flags = models.JSONField(default=list, blank=True)
+    suspected = models.BooleanField(default=False)
     imported_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -81,6 +94,8 @@ class Kernel(models.Model):
             models.Index(fields=["hardware"]),
             models.Index(fields=["technique_tags", "claimed_speedup_native"]),
             models.Index(fields=["verified", "remeasured_speedup_eager"]),
+            models.Index(fields=["task", "verified", "remeasured_speedup_eager"]),
+            models.Index(fields=["verdict", "suspected"]),
             models.Index(fields=["source_archive"]),
             models.Index(fields=["experiment"]),
         ]
@@ -134,8 +149,18 @@ class Verification(models.Model):
         FAILED = "failed", "Failed"
         ERROR = "error", "Error"
 
+    class Origin(models.TextChoices):
+        # Which results count: the site's own worker and records signed by a trusted key move a
+        # kernel's verified state; contributions (a registered user's key) show beside them;
+        # unsigned records (kept on request) are shown as such and count for nothing.
+        WORKER = "worker", "This site's worker"
+        IMPORTED = "imported", "Imported, signed by a trusted key"
+        CONTRIBUTED = "contributed", "Contributed, signed by a user's key"
+        UNSIGNED = "unsigned", "Imported without a valid trusted signature"
+
     kernel = models.ForeignKey(Kernel, on_delete=models.CASCADE, related_name="verifications")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.WORKER)
     gpu_name = models.CharField(max_length=128, blank=True, default="")
     versions = models.JSONField(default=dict, blank=True)
     harness_version = models.CharField(max_length=32, blank=True, default="")
@@ -164,6 +189,16 @@ class Verification(models.Model):
     requested_by = models.ForeignKey(
         "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="verifications"
     )
+    # The full result document as the harness wrote it (fields above are read from it through
+    # evaluator/verification_results.fields_from_result); exports carry it whole.
+    result = models.JSONField(default=dict, blank=True)
+    # Signed records (evaluator/verification_records.py): who vouches for this result, and the
+    # exact record and signature as received, so an export passes them on unchanged.
+    verifier_name = models.CharField(max_length=255, blank=True, default="")
+    verifier_key_id = models.CharField(max_length=64, blank=True, default="")
+    signed_record = models.TextField(blank=True, default="")
+    signature = models.CharField(max_length=128, blank=True, default="")
+    record_sha256 = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -174,6 +209,11 @@ class Verification(models.Model):
             models.Index(fields=["kernel", "status", "-finished_at"]),
             models.Index(fields=["status", "heartbeat_at"]),
         ]
+        constraints = [
+            # Importing the same signed record twice adds nothing.
+            models.UniqueConstraint(fields=["record_sha256"], condition=~models.Q(record_sha256=""),
+                                    name="verification_unique_record"),
+        ]
 
     def __str__(self):
         return f"Verification {self.id} of kernel {self.kernel_id}: {self.status}"
@@ -181,3 +221,21 @@ class Verification(models.Model):
     @property
     def has_blocking_flag(self) -> bool:
         return any(flag.get("blocking") for flag in self.flags or [])
+
+
+class VerifierKey(models.Model):
+    """A contributor's Ed25519 public key, registered by a signed-in user. Records signed by it
+    import as contributions: shown as "verified by <owner> on <GPU>", beside the site's own.
+    The keys whose records count as the site's own are in settings.TRUSTED_KEYS_FILE instead."""
+
+    key_id = models.CharField(max_length=64, unique=True)
+    public_key = models.CharField(max_length=64)  # base64 of the raw 32-byte key
+    owner_name = models.CharField(max_length=255)
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="verifier_keys")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["owner_name", "key_id"]
+
+    def __str__(self):
+        return f"{self.owner_name} ({self.key_id})"

@@ -1,0 +1,129 @@
+"""Files of signed verification records: JSONL (one record a line, exactly as signed) and
+Parquet (one row a record). No Django.
+
+In Parquet the record itself is the `record` column: the canonical JSON text of the record
+without its signature (the very bytes that were signed), beside `signature_algorithm`,
+`signature_key_id` and `signature`. The other columns (level, task, kernel, GPU, verdict,
+speedup, ...) are there to query the file with pandas or DuckDB; an import ignores them and
+reads only the record and its signature.
+"""
+import json
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .verification_records import RecordProblem, canonical_bytes
+
+PARQUET_RECORD_COLUMNS = ("record", "signature_algorithm", "signature_key_id", "signature")
+SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+
+
+def file_format_of(path: Path, requested: str = "auto") -> str:
+    if requested in ("jsonl", "parquet"):
+        return requested
+    if requested != "auto":
+        raise ValueError(f"unknown format {requested!r}; expected auto, jsonl or parquet")
+    try:
+        return SUFFIXES[Path(path).suffix.lower()]
+    except KeyError:
+        raise ValueError(f"{path}: cannot tell the format from the suffix {Path(path).suffix!r}; "
+                         "use .jsonl or .parquet, or pass --format") from None
+
+
+def read_records(path: Path, file_format: str = "auto") -> Iterator[tuple[str, object]]:
+    """(where, record) pairs; a line that is not JSON or a file that is not Parquet raises
+    RecordProblem naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise RecordProblem(str(path), "no such file")
+    file_format = file_format_of(path, file_format)
+    return _jsonl(path) if file_format == "jsonl" else _parquet(path)
+
+
+def _jsonl(path: Path):
+    try:
+        with path.open("r", encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except (ValueError, RecursionError) as exc:
+                    raise RecordProblem(f"{path.name} line {number}", f"malformed JSON: {exc}") from None
+                yield f"{path.name} line {number}", record
+    except UnicodeDecodeError as exc:
+        raise RecordProblem(path.name, f"not UTF-8 text: {exc}") from None
+
+
+def _parquet(path: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise RecordProblem(path.name, f"not a readable Parquet file: {exc}") from None
+    missing = [name for name in PARQUET_RECORD_COLUMNS if name not in table.column_names]
+    if missing:
+        raise RecordProblem(path.name, f"not a verification-records file: no column {', '.join(missing)}")
+    columns = {name: table.column(name).to_pylist() for name in PARQUET_RECORD_COLUMNS}
+    for index in range(table.num_rows):
+        where = f"{path.name} row {index + 1}"
+        text = columns["record"][index]
+        try:
+            record = json.loads(text) if isinstance(text, str) else None
+        except (ValueError, RecursionError) as exc:
+            raise RecordProblem(where, f"record: malformed JSON: {exc}") from None
+        if isinstance(record, dict) and columns["signature"][index] is not None:
+            record["signature"] = {"algorithm": columns["signature_algorithm"][index],
+                                   "key_id": columns["signature_key_id"][index], "value": columns["signature"][index]}
+        yield where, record
+
+
+def write_records(path: Path, records: Iterable[dict], file_format: str = "auto") -> int:
+    """Write records to `path` (via a temporary file renamed into place). Returns the count."""
+    path = Path(path)
+    file_format = file_format_of(path, file_format)
+    partial = path.with_name(path.name + ".partial")
+    records = list(records)
+    if file_format == "jsonl":
+        with partial.open("w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                        allow_nan=False) + "\n")
+    else:
+        _write_parquet(partial, records)
+    partial.replace(path)
+    return len(records)
+
+
+def _write_parquet(path: Path, records: list[dict]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def column(getter):
+        return [getter(record) for record in records]
+
+    def speedup(record):
+        value = (record["result"].get("speedup") or {}).get("vs_eager")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    data = {
+        "record": column(lambda r: canonical_bytes(r).decode("utf-8")),
+        "signature_algorithm": column(lambda r: (r.get("signature") or {}).get("algorithm")),
+        "signature_key_id": column(lambda r: (r.get("signature") or {}).get("key_id")),
+        "signature": column(lambda r: (r.get("signature") or {}).get("value")),
+        # Informational (an import reads the record column only).
+        "level": column(lambda r: r["kernel"]["level"]),
+        "task_number": column(lambda r: r["kernel"]["task_number"]),
+        "op_name": column(lambda r: r["kernel"]["op_name"]),
+        "kernel_name": column(lambda r: r["kernel"]["name"]),
+        "code_sha256": column(lambda r: r["kernel"]["code_sha256"]),
+        "verdict": column(lambda r: r["result"].get("verdict")),
+        "blocking_flags": column(lambda r: [f.get("name") for f in r["result"].get("flags") or [] if f.get("blocking")]),
+        "speedup_vs_eager": column(speedup),
+        "gpu": column(lambda r: r["gpu"]),
+        "harness_version": column(lambda r: r["harness"]["version"]),
+        "verified_at": column(lambda r: r["verified_at"]),
+        "verifier": column(lambda r: r["verifier"]["name"]),
+    }
+    pq.write_table(pa.table(data), path)

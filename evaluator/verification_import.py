@@ -1,0 +1,265 @@
+"""Writes of imported verification records: check every record, then store them all or none.
+
+Each record must be well formed, its kernel must be in the archive (same task, same task
+version, same code sha256), and its signature must check against a key the site knows:
+- a key in settings.TRUSTED_KEYS_FILE: the result counts as the site's own (origin
+  "imported": it moves the kernel's verified state and rankings);
+- a contributor's key (VerifierKey, registered by a signed-in user): origin "contributed",
+  shown as "verified by <owner> on <GPU>" beside the site's results, never moving rankings.
+Anything else (tampered, signed by an unknown key, unsigned) refuses the whole file, naming
+each record and why, unless the caller asks to keep such records as "unsigned" (shown as
+unsigned, counting for nothing). The fields of a row come from the result document through
+evaluator/verification_results.fields_from_result, as the worker's do.
+"""
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+
+from kernels.models import Kernel, Task, Verification, VerifierKey
+from kernels.page_cache import archive_changed
+from kernels.services import TRUSTED_ORIGINS, kernel_verification_state_refresh
+
+from .verification_files import read_records
+from .verification_records import (
+    RecordProblem, check_record_shape, load_trusted_keys, parse_time, public_key_from_text, record_sha256,
+    signature_is_valid,
+)
+from .verification_results import fields_from_result
+
+MAX_PROBLEMS_REPORTED = 200
+
+
+class VerificationImportError(Exception):
+    """The file was refused; `problems` names every record that is wrong and why."""
+
+    def __init__(self, problems: list[str], *, records_read: int = 0):
+        self.problems = problems
+        self.records_read = records_read
+        shown = "\n".join(f"  {problem}" for problem in problems[:MAX_PROBLEMS_REPORTED])
+        super().__init__(f"refused: {len(problems)} problem(s) in {records_read} record(s) read; "
+                         f"nothing was imported\n{shown}")
+
+
+@dataclass
+class VerificationImportSummary:
+    records_read: int = 0
+    added: int = 0
+    already_present: int = 0
+    kept_unsigned: int = 0
+    skipped_missing_kernel: int = 0
+    by_origin: dict = field(default_factory=dict)
+    kernels_refreshed: int = 0
+
+    def lines(self) -> list[str]:
+        origins = ", ".join(f"{origin} {count}" for origin, count in sorted(self.by_origin.items())) or "-"
+        return [
+            f"records read:             {self.records_read}",
+            f"verifications added:      {self.added} ({origins})",
+            f"already there:            {self.already_present}",
+            f"kept as unsigned:         {self.kept_unsigned}",
+            f"skipped (kernel absent):  {self.skipped_missing_kernel}",
+            f"kernels re-ranked:        {self.kernels_refreshed}",
+        ]
+
+
+@dataclass
+class _Checked:
+    where: str
+    record: dict
+    kernel_id: int
+    origin: str
+    verifier_name: str
+    sha: str
+
+
+def verification_import_file(*, path: Path, file_format: str = "auto", keep_unsigned: bool = False,
+                             skip_missing_kernels: bool = False, contributor=None) -> VerificationImportSummary:
+    """Import a JSONL or Parquet file of signed records (docs/verification_records.md)."""
+    try:
+        records = list(read_records(Path(path), file_format))
+    except RecordProblem as problem:
+        raise VerificationImportError([str(problem)]) from None
+    return verification_import_records(records=records, keep_unsigned=keep_unsigned,
+                                       skip_missing_kernels=skip_missing_kernels, contributor=contributor)
+
+
+def verification_import_records(*, records: list[tuple[str, object]], keep_unsigned: bool = False,
+                                skip_missing_kernels: bool = False, contributor=None) -> VerificationImportSummary:
+    """`records`: (where, record) pairs. `contributor`: a user uploading their own results; then
+    only their own registered keys (and the site's trusted keys) are accepted."""
+    summary = VerificationImportSummary(records_read=len(records))
+    problems: list[str] = []
+    trusted = _trusted_keys()
+    contributor_keys = _contributor_keys(contributor)
+    shaped = []
+    for where, record in records:
+        try:
+            check_record_shape(record, where)
+        except RecordProblem as problem:
+            problems.append(str(problem))
+            continue
+        shaped.append((where, record))
+    kernels = _kernels_of([record for _, record in shaped])
+    checked: list[_Checked] = []
+    for where, record in shaped:
+        origin, name, problem = _vouched_for(record, trusted, contributor_keys)
+        if problem and keep_unsigned and contributor is None:
+            origin, name, problem = Verification.Origin.UNSIGNED, f"{record['verifier']['name']} (unsigned)", None
+            summary.kept_unsigned += 1
+        if problem:
+            problems.append(f"{where}: {problem}")
+            continue
+        kernel_id, problem = _kernel_of(record["kernel"], kernels)
+        if problem and skip_missing_kernels:
+            summary.skipped_missing_kernel += 1
+            continue
+        if problem:
+            problems.append(f"{where}: {problem}")
+            continue
+        checked.append(_Checked(where, record, kernel_id, origin, name, record_sha256(record)))
+    if problems:
+        raise VerificationImportError(problems, records_read=len(records))
+    _store(checked, summary, contributor)
+    return summary
+
+
+def _trusted_keys():
+    try:
+        return load_trusted_keys(settings.TRUSTED_KEYS_FILE)
+    except ValueError as exc:
+        raise VerificationImportError([f"the trusted keys file cannot be read: {exc}"]) from None
+
+
+def _contributor_keys(contributor) -> dict:
+    keys = VerifierKey.objects.all()
+    if contributor is not None:
+        keys = keys.filter(user=contributor)
+    return {key.key_id: key for key in keys}
+
+
+def _vouched_for(record: dict, trusted: dict, contributor_keys: dict) -> tuple[str, str, str | None]:
+    """(origin, verifier name to show, problem or None)."""
+    signature = record.get("signature")
+    key_id = record["verifier"]["key_id"]
+    if signature is None:
+        return "", "", "the record is not signed"
+    if key_id in trusted:
+        if not signature_is_valid(record, trusted[key_id].public_key):
+            return "", "", (f"the signature does not match the record (signed by trusted key {key_id}, "
+                            f"{trusted[key_id].owner}): the record was changed after it was signed")
+        return Verification.Origin.IMPORTED, trusted[key_id].owner, None
+    if key_id in contributor_keys:
+        key = contributor_keys[key_id]
+        if not signature_is_valid(record, public_key_from_text(key.public_key)):
+            return "", "", (f"the signature does not match the record (signed by {key.owner_name}'s key {key_id}): "
+                            "the record was changed after it was signed")
+        return Verification.Origin.CONTRIBUTED, key.owner_name, None
+    return "", "", (f"signed by key {key_id}, which this site does not know: it is neither in the trusted keys "
+                    f"file ({Path(settings.TRUSTED_KEYS_FILE).name}) nor a contributor's registered key")
+
+
+def _kernels_of(records: list[dict]) -> dict:
+    """(level, task_number) -> (task id, reference sha256, {code sha256: kernel id}), in two queries."""
+    wanted = {(r["kernel"]["level"], r["kernel"]["task_number"]) for r in records}
+    if not wanted:
+        return {}
+    query = Q()
+    for level, number in wanted:
+        query |= Q(level=level, task_number=number)
+    tasks = {task.id: task for task in Task.objects.filter(query).only("id", "level", "task_number", "reference_code")}
+    shas = {r["kernel"]["code_sha256"] for r in records}
+    by_task: dict[int, dict[str, int]] = {}
+    for kernel_id, task_id, sha in Kernel.objects.filter(task_id__in=tasks, code_sha256__in=shas).values_list(
+            "id", "task_id", "code_sha256"):
+        by_task.setdefault(task_id, {})[sha] = kernel_id
+    return {(task.level, task.task_number): (task.id, hashlib.sha256(task.reference_code.encode("utf-8")).hexdigest(),
+                                             by_task.get(task.id, {})) for task in tasks.values()}
+
+
+def _kernel_of(identity: dict, kernels: dict) -> tuple[int | None, str | None]:
+    key = (identity["level"], identity["task_number"])
+    label = f"kernel {identity['name'][:80]!r} of level {key[0]} task {key[1]}"
+    if key not in kernels:
+        return None, f"{label}: the archive has no such task"
+    task_id, reference_sha, by_sha = kernels[key]
+    if reference_sha != identity["task_reference_sha256"]:
+        return None, (f"{label}: the verification ran against another version of the task (reference sha256 "
+                      f"{identity['task_reference_sha256'][:12]}..., the archive's is {reference_sha[:12]}...)")
+    if identity["code_sha256"] not in by_sha:
+        return None, f"{label}: the archive holds no kernel with code sha256 {identity['code_sha256'][:12]}..."
+    return by_sha[identity["code_sha256"]], None
+
+
+@transaction.atomic
+def _store(checked: list[_Checked], summary: VerificationImportSummary, contributor) -> None:
+    shas = [item.sha for item in checked]
+    present = set(Verification.objects.filter(record_sha256__in=shas).values_list("record_sha256", flat=True))
+    rows, seen = [], set()
+    for item in checked:
+        if item.sha in present or item.sha in seen:
+            summary.already_present += 1
+            continue
+        seen.add(item.sha)
+        rows.append(_row(item, contributor))
+        summary.by_origin[item.origin] = summary.by_origin.get(item.origin, 0) + 1
+    created = Verification.objects.bulk_create(rows, batch_size=200)
+    # created_at is auto_now_add; an imported result is as old as its run, so lists of the
+    # newest verifications order it where it belongs.
+    Verification.objects.filter(id__in=[row.id for row in created]).update(created_at=F("finished_at"),
+                                                                           started_at=F("finished_at"))
+    summary.added = len(created)
+    trusted_rows = [row for row in created if row.origin in TRUSTED_ORIGINS]
+    _merge_task_flags(trusted_rows)
+    kernel_ids = sorted({row.kernel_id for row in created})
+    for kernel_id in kernel_ids:
+        kernel_verification_state_refresh(kernel_id=kernel_id)
+    summary.kernels_refreshed = len(kernel_ids)
+    if created:
+        archive_changed()
+
+
+def _row(item: _Checked, contributor) -> Verification:
+    record = item.record
+    unsigned = {key: value for key, value in record.items() if key != "signature"}
+    signature = record.get("signature") or {}
+    finished = parse_time(record["verified_at"])
+    return Verification(
+        kernel_id=item.kernel_id, origin=item.origin, **fields_from_result(record["result"]),
+        result=record["result"], bundle_sha256=record["bundle_sha256"], finished_at=finished,
+        verifier_name=item.verifier_name[:255], verifier_key_id=record["verifier"]["key_id"],
+        signed_record=json.dumps(unsigned, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
+        signature=str(signature.get("value") or "")[:128], record_sha256=item.sha,
+        worker=f"imported: {record['verifier']['name']}"[:255], requested_by=contributor,
+    )
+
+
+def _merge_task_flags(rows: list[Verification]) -> None:
+    """Weak-task findings of trusted results are the task's own: copy the ones it lacks, so
+    every page can say "weak task" without reading verifications."""
+    found: dict[int, list] = {}
+    for row in rows:
+        for flag in row.result.get("task_flags") or []:
+            if isinstance(flag, dict) and isinstance(flag.get("name"), str):
+                found.setdefault(row.kernel_id, []).append(flag)
+    if not found:
+        return
+    task_of = dict(Kernel.objects.filter(id__in=found).values_list("id", "task_id"))
+    for task in Task.objects.filter(id__in=set(task_of.values())):
+        names = {flag.get("name") if isinstance(flag, dict) else str(flag) for flag in task.flags or []}
+        merged = list(task.flags or [])
+        for kernel_id, flags in found.items():
+            if task_of[kernel_id] != task.id:
+                continue
+            for flag in flags:
+                if flag["name"] not in names:
+                    names.add(flag["name"])
+                    merged.append({"name": flag["name"], "blocking": bool(flag.get("blocking")),
+                                   "evidence": str(flag.get("evidence") or "")[:2000]})
+        if merged != list(task.flags or []):
+            task.flags = merged
+            task.save(update_fields=["flags"])
