@@ -149,7 +149,8 @@ else:
 VERIFY_DEVICE = os.environ.get("ARCHIVE_VERIFY_DEVICE", "auto")
 VERIFY_TIMEOUT_S = float(os.environ.get("ARCHIVE_VERIFY_TIMEOUT_S", "1800"))
 VERIFY_MEMORY_LIMIT_MB = int(os.environ.get("ARCHIVE_VERIFY_MEMORY_LIMIT_MB", "0")) or None
-VERIFY_SEEDS = os.environ.get("ARCHIVE_VERIFY_SEEDS", "1,2,3")
+# Empty: the judge draws the trial seeds after the kernel loads (pin them only to reproduce a run).
+VERIFY_SEEDS = os.environ.get("ARCHIVE_VERIFY_SEEDS", "")
 # Extra harness options, e.g. "--no-compile --time-budget 2" for quick CPU-mode workers.
 VERIFY_HARNESS_ARGS = tuple(os.environ.get("ARCHIVE_VERIFY_HARNESS_ARGS", "").split())
 # A running job whose worker has not heartbeat for this long is re-queued (once).

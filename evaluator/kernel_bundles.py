@@ -1,11 +1,9 @@
 """The verification bundle of an archived kernel: what users download and what the worker runs."""
-from pathlib import Path
 
 from kernels.models import Kernel
 
-from .bundle import build_bundle, bundle_sha256
+from verifier.bundle import build_bundle, bundle_sha256
 
-HARNESS_DIR = Path(__file__).resolve().parent
 
 
 def bundle_for_kernel(kernel: Kernel) -> bytes:
@@ -28,7 +26,6 @@ def bundle_for_kernel(kernel: Kernel) -> bytes:
             "hardware": kernel.hardware,
             "source_archive": kernel.source_archive,
         },
-        harness_dir=HARNESS_DIR,
     )
 
 

@@ -3,7 +3,7 @@ import logging
 
 from kernels.models import Kernel, Profile
 
-from .clang_tidy import run_clang_tidy
+from verifier.clang_tidy_run import run_clang_tidy
 
 log = logging.getLogger(__name__)
 

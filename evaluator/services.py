@@ -20,7 +20,8 @@ from django.utils import timezone
 from kernels.models import Kernel, Verification
 from kernels.services import kernel_verification_state_refresh
 
-from .bundle import bundle_sha256
+from verifier import result as result_doc
+from verifier.bundle import bundle_sha256
 from .kernel_bundles import bundle_for_kernel
 from .profiles import profile_refresh_clang_tidy, profile_store_ncu
 from .verification_results import fields_from_result
@@ -135,12 +136,12 @@ def _refresh_profiles(kernel_id: int, run) -> None:
 
 def _run_bundle_of(kernel: Kernel):
     """Build the kernel's bundle and run it the way a user would; failures become results."""
-    from .bundle_runner import BundleRun, run_bundle
+    from verifier.bundle_run import BundleRun, run_bundle
 
     try:
         bundle = bundle_for_kernel(kernel)
     except ValueError as exc:
-        return BundleRun(result={"verdict": "error", "flags": [], "error": f"cannot build the bundle: {exc}"}), ""
+        return BundleRun(result=result_doc.failure_document("error", f"cannot build the bundle: {exc}")), ""
     run = run_bundle(
         bundle, device=settings.VERIFY_DEVICE, seeds=settings.VERIFY_SEEDS, timeout_s=settings.VERIFY_TIMEOUT_S,
         memory_limit_mb=settings.VERIFY_MEMORY_LIMIT_MB, work_root=settings.DATA_DIR / "worker",

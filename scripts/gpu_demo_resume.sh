@@ -30,7 +30,7 @@ for e in m["entries"]:
     print(m["tasks"][e["task"]]["module"], e["file"], e["kind"])
 print("verifier/cheat_suite/tasks/relu.py verifier/cheat_suite/candidates/cheat_warm_cache.cu cuda_forward")
 ' > "$work/builds.txt"
-xargs -P 16 -L 1 sh -c 'python3 -m verifier.harness --reference "$0" --candidate "$1" --kind "$2" --device cuda \
+xargs -P 16 -L 1 sh -c 'python3 -m verifier.judge --reference "$0" --candidate "$1" --kind "$2" --device cuda \
     --build-dir '"$builds"' --build-only > /dev/null 2>&1' < "$work/builds.txt"
 echo "prebuilt at $(( $(date +%s) - start )) s"
 

@@ -1,0 +1,13 @@
+"""The verifier: decides whether a machine-generated kernel is correct and how fast it is, and
+catches the known ways kernels fake either. No Django here: the worker runs it in a
+subprocess and every verification bundle ships it (docs/harness.md).
+
+The judge (judge.py) never runs candidate code; the runner (runner.py) does, confined, and
+only reports evidence. result.py owns the document both produce.
+"""
+
+# Modules a verification needs, shipped in every bundle (bundle.py) and hashed into
+# versions.harness_sha256: what ran is what can be downloaded.
+SHIPPED_MODULES = ("__init__", "analysis", "build", "channel", "checks", "confine", "device_lock", "guard", "inputs",
+                   "judge", "judge_timing", "memory", "result", "runner", "runner_process", "runner_session",
+                   "sandbox", "static_scan", "timing", "trials")

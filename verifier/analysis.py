@@ -1,18 +1,11 @@
-"""After the trials: the probes and the attribution of what they show, then timing.
+"""After the trials, in the runner: the probes and the attribution of what they show.
 
-``analyse`` turns trial results and probes (KernelBench-order, refill, dispatcher ops,
-precision) into flags; ``run_timed`` times the survivors and checks what timing reveals
-(bytes floor, side streams, output after the timed loop, patches).  See docs/harness.md.
-No Django imports here: this file ships inside the verification bundle.
+``analyse`` turns the runner's trial records and probes (KernelBench-order, refill, stream
+order, dispatcher ops, precision) into named flags: evidence that can fail a kernel and says
+why. See docs/harness.md.
 """
-import random
-
-import torch
 
 from . import checks
-from . import guard
-from . import inputs as inp
-from . import timing
 from . import trials as trials_mod
 
 
@@ -104,90 +97,3 @@ def precision_flag(ctx, prec, failed):
     if reasons:
         ctx.add_flag(checks.flag("reduced_precision", failed, "; ".join(reasons) + (
             ": tolerance exceeded" if failed else ": within tolerance, kept as advice")))
-
-
-def run_timed(doc, ctx, ref_model, device, budget_s, compile_baseline):
-    budget = budget_s if budget_s is not None else (10.0 if device == "cuda" else 3.0)
-    sizes = inp.nbytes(inp.make_inputs(ctx.ref_mod, ctx.seeds[0], device))
-    n_sets = max(1, min(4, int((1 << 30) // max(sizes, 1))))
-    sets = [inp.make_inputs(ctx.ref_mod, ctx.seeds[0] + 7919 * (k + 1), device) for k in range(n_sets)]
-    impls = [("candidate", ctx.cand_call), ("eager", ctx.ref_call)]
-    compiled_note = None
-    if compile_baseline:
-        try:
-            compiled = torch.compile(ref_model)
-            impls.append(("compile", lambda ins: compiled(*ins)))
-        except Exception as exc:
-            compiled_note = "torch.compile unavailable: %s" % str(exc)[:300]
-    else:
-        compiled_note = "torch.compile baseline disabled"
-    ctx.stage("timing")
-    snaps, changed = {}, []
-
-    def watch(phase, name):
-        # Changes during a baseline's warm-up (torch.compile patches nn.Module while it
-        # compiles) are the library's; any other change is blamed on the candidate.
-        now = guard.snapshot(ctx.namespaces)
-        if phase == "before_warmup":
-            snaps["before"] = now
-            return
-        delta = guard.changes(snaps["before"], now)
-        if phase == "after_warmup" and name != "candidate":
-            snaps.setdefault("baseline", set()).update(delta)
-        else:
-            changed.extend(c for c in delta if c not in snaps.get("baseline", set()))
-        snaps["before"] = now
-
-    with ctx.device_hold.alone():  # no other kernel on this device while ours is timed
-        clock_before = timing.gpu_clocks() if device == "cuda" else None
-        summary, info = timing.time_interleaved(impls, sets, device, budget_s=budget, seed=ctx.seeds[0],
-                                                watch=watch, **getattr(ctx, "timing_options", {}))
-        if clock_before:  # clocks explain differences between processes (docs/harness.md)
-            info["gpu_clocks"] = {"before": clock_before, "after": timing.gpu_clocks()}
-        out = inp.as_output_list(ctx.ref_call(sets[0]))
-        moved = inp.nbytes(sets[0]) + inp.nbytes(out)
-        bw, source = timing.device_bandwidth(device, moved)  # may measure a copy rate: also alone
-    if compiled_note:
-        summary["compile"] = {"skipped": compiled_note}
-    doc["timings"] = summary
-    info["baseline_warmup_changed"] = sorted(snaps.get("baseline", set()))
-    doc["checks"]["timing"] = info
-    cand, eager, comp = summary.get("candidate", {}), summary.get("eager", {}), summary.get("compile", {})
-    if "error" in cand:
-        raise trials_mod.CandidateError("during timing: " + cand["error"])
-    if changed:
-        ctx.add_flag(checks.flag("patched_environment", True, "during timing: %s" % ", ".join(changed[:12])))
-    if eager.get("median_ms"):
-        doc["speedup"]["vs_eager"] = eager["median_ms"] / cand["median_ms"]
-    if comp.get("median_ms"):
-        doc["speedup"]["vs_compile"] = comp["median_ms"] / cand["median_ms"]
-    # Bytes-moved floor.
-    floor_ms = moved / bw * 1e3
-    doc["checks"]["bandwidth_floor"] = {"bytes": moved, "bandwidth_bytes_per_s": bw, "source": source,
-                                        "floor_ms": floor_ms}
-    if cand["median_ms"] < floor_ms:
-        ctx.add_flag(checks.flag("below_bandwidth_floor", True,
-                                 "median %.4g ms < %.4g ms needed just to read the inputs and write the output "
-                                 "(%d bytes at %.3g B/s, %s): impossible without skipping work or caching"
-                                 % (cand["median_ms"], floor_ms, moved, bw, source)))
-    if device == "cuda" and eager.get("median_ms"):
-        gap_c = cand["host_median_ms"] - cand["median_ms"]
-        gap_e = eager["host_median_ms"] - eager["median_ms"]
-        if cand["median_ms"] < 0.5 * cand["host_median_ms"] and gap_c - gap_e > max(0.02, 0.25 *
-                                                                                     cand["host_median_ms"]):
-            ctx.add_flag(checks.flag("side_stream_work", True,
-                                     "events on the caller's stream saw %.4g ms but host time around a device-wide "
-                                     "synchronize was %.4g ms (eager reference gap %.4g ms): the work runs outside "
-                                     "the current stream" % (cand["median_ms"], cand["host_median_ms"], gap_e)))
-    # The output right after timing must still be right (caches keyed on contents).
-    inp.perturb_rows(sets[0], random.Random(1))
-    with torch.no_grad():
-        got = inp.cpu_copy(inp.as_output_list(ctx.cand_call(sets[0])))
-        ctx.sync()
-        want = inp.cpu_copy(inp.as_output_list(ctx.ref_call(sets[0])))
-    final = checks.compare(got, want, ctx.tol)
-    doc["checks"]["post_timing_check"] = trials_mod._brief(final)
-    if not final["passed"]:
-        ctx.add_flag(checks.flag("timing_output_mismatch", True,
-                                 "after the timed calls, on a perturbed input set, the candidate's output is wrong "
-                                 "(%s): it behaves differently when called repeatedly" % final["reason"]))

@@ -18,11 +18,13 @@ import re
 import zipfile
 from pathlib import Path
 
+from verifier import SHIPPED_MODULES
 from verifier.functional_forms import functional_form_source
 
 BUNDLE_FORMAT_VERSION = 1
 CANDIDATE_FILE_BY_KIND = {"cuda_forward": "kernel.cu", "model_new": "model_new.py"}
-VERIFY_SCRIPT = Path(__file__).resolve().parent / "bundle_verify.py"
+VERIFIER_DIR = Path(__file__).resolve().parent
+VERIFY_SCRIPT = VERIFIER_DIR / "bundle_script.py"
 # The claimed numbers we carry, named like Kernel's claimed_* fields without the prefix.
 CLAIM_FIELDS = (
     "runtime_ms",
@@ -47,14 +49,14 @@ def bundle_sha256(bundle: bytes) -> str:
     return hashlib.sha256(bundle).hexdigest()
 
 
-def build_bundle(*, kernel: dict, task: dict, claimed: dict, harness_dir: Path) -> bytes:
+def build_bundle(*, kernel: dict, task: dict, claimed: dict, verifier_dir: Path = VERIFIER_DIR) -> bytes:
     """The zip's bytes. kernel: name, kind, code; task: level, task_number, op_name,
     reference_code, functional_code (may be empty); claimed: CLAIM_FIELDS (a
-    ``claimed_`` prefix is accepted); harness_dir: the folder holding harness*.py."""
-    return _deterministic_zip(bundle_files(kernel=kernel, task=task, claimed=claimed, harness_dir=harness_dir))
+    ``claimed_`` prefix is accepted); verifier_dir: the verifier package to ship."""
+    return _deterministic_zip(bundle_files(kernel=kernel, task=task, claimed=claimed, verifier_dir=verifier_dir))
 
 
-def bundle_files(*, kernel: dict, task: dict, claimed: dict, harness_dir: Path) -> dict[str, bytes]:
+def bundle_files(*, kernel: dict, task: dict, claimed: dict, verifier_dir: Path = VERIFIER_DIR) -> dict[str, bytes]:
     """The bundle's files by name, e.g. for a worker that wants them in a folder."""
     kind = kernel.get("kind")
     if kind not in CANDIDATE_FILE_BY_KIND:
@@ -63,7 +65,7 @@ def bundle_files(*, kernel: dict, task: dict, claimed: dict, harness_dir: Path) 
         if not isinstance(value, str) or not value.strip():
             raise ValueError(f"{field} is empty")
 
-    files = {name: data for name, data in _harness_files(Path(harness_dir))}
+    files = {name: data for name, data in _verifier_files(Path(verifier_dir))}
     files["reference.py"] = _text(task["reference_code"])
     functional = task.get("functional_code") or functional_form_source(
         int(task["level"]), int(task["task_number"]), str(task["op_name"])
@@ -81,12 +83,13 @@ def bundle_files(*, kernel: dict, task: dict, claimed: dict, harness_dir: Path) 
     return dict(sorted(files.items()))
 
 
-def _harness_files(harness_dir: Path) -> list[tuple[str, bytes]]:
-    # The harness may be split into harness.py plus harness_*.py siblings; ship them all.
-    paths = sorted(path for path in harness_dir.glob("harness*.py") if path.is_file())
-    if not any(path.name == "harness.py" for path in paths):
-        raise FileNotFoundError(f"no harness.py in {harness_dir}")
-    return [(path.name, path.read_bytes()) for path in paths]
+def _verifier_files(verifier_dir: Path) -> list[tuple[str, bytes]]:
+    """The modules a verification runs (judge, runner and their checks), as ``verifier/NAME.py``:
+    the bundle runs ``python -m verifier.judge`` exactly as the worker does."""
+    missing = [name for name in SHIPPED_MODULES if not (verifier_dir / f"{name}.py").is_file()]
+    if missing:
+        raise FileNotFoundError(f"the verifier in {verifier_dir} lacks {', '.join(missing)}")
+    return [(f"verifier/{name}.py", (verifier_dir / f"{name}.py").read_bytes()) for name in sorted(SHIPPED_MODULES)]
 
 
 def _text(value: str) -> bytes:
@@ -174,7 +177,7 @@ def _readme(claims: dict, *, has_functional: bool) -> str:
     return f"""# Verification bundle
 
 Everything needed to re-check one machine-generated kernel on your own machine: the
-harness that decides whether it is correct and how fast it is, the task it claims to
+verifier that decides whether it is correct and how fast it is, the task it claims to
 solve, the kernel itself, and what its archive claimed.
 
 {identity}
@@ -188,31 +191,36 @@ GPU when torch sees one and the CPU otherwise; `--device cuda|cpu` forces either
 `--json result.json` chooses where the full result is written. It prints the verdict,
 every flag with its evidence, and the claimed numbers beside the re-measured ones.
 Only kernels written as plain C++ run on the CPU, and CPU timings say nothing about the
-claimed GPU speedup. Options after `--` go to the harness unchanged (for example
+claimed GPU speedup. Options after `--` go to the verifier (`python -m verifier.judge`) unchanged (for example
 `python verify.py -- --build-dir /tmp/kernel-builds`). Exit status 0 means a verdict
 (passed or failed) was reached, 2 that none could be.
 
 ## Files
 
-- `verify.py`: runs the harness in a subprocess and compares its result with the claims.
-- `harness*.py`: the verification harness, the same file the site's GPU workers run.
+- `verify.py`: runs the verifier in a subprocess and compares its result with the claims.
+- `verifier/`: the verifier, the same files the site's GPU workers run: a judge that never runs
+  the kernel, and a confined runner that does and only reports evidence to it.
 - `reference.py`: the task's reference `Model`, `get_inputs` and `get_init_inputs`.
 {functional_line}- `{kernel['file']}`: the kernel's source, exactly as archived.
 - `claims.json`: the archive's claimed runtime, baselines, speedups, correctness and max diff.
 - `SHA256SUMS`: a checksum per file (`sha256sum -c SHA256SUMS`); verify.py checks it too.
 
-## What the harness checks
+## What the verifier checks
 
-It is built to catch the known ways a kernel fakes correctness or speed: correctness on
-several seeds with fresh random inputs, the candidate running before and after the
-reference on a poisoned allocator (so leftover reference output cannot pass), inputs left
-untouched, outputs that are real tensors of the right shape, dtype and device, no work
-left on other streams or threads, no patched timers, errors measured against a recorded
-tolerance, weak tasks whose output barely depends on the input, source scans for calls
-back into PyTorch, and speeds below the memory-bandwidth floor. Every finding is a flag
-with its evidence in the result JSON; blocking flags fail the kernel. Timing uses
-warm-up, L2 flushes, CUDA events with a device-wide sync, and eager and `torch.compile`
-baselines interleaved in the same process, reported as median and IQR.
+The kernel cannot write its own verdict: the judge never loads it. A separate runner process
+loads it, confined (no network, writes only to its build and scratch folders, no signals
+to the judge, no processes left behind, where this machine's Linux allows each; the result
+says which held), and answers the judge's requests. The judge draws the test inputs after
+the kernel has loaded, computes the reference outputs itself and compares: on several
+seeds, with the kernel running before and after the reference on a poisoned allocator (so
+leftover reference output cannot pass), inputs left untouched, outputs of the right shape
+and dtype, errors measured against a recorded tolerance, weak tasks flagged. The runner's
+own probes (streams, threads, patched timers, library calls, reduced precision) can only
+fail a kernel. Timing: the kernel in the runner and the eager and `torch.compile` references
+in the judge, in interleaved batches with L2 flushes and CUDA events; every timed call gets
+new inputs and its output is fingerprinted and checked, one per batch in full, and the
+judge's own clock must account for the reported times. Every finding is a flag with its
+evidence in the result JSON; blocking flags fail the kernel.
 
 ## Is this the bundle that was verified?
 

@@ -13,6 +13,7 @@ profile, so correctness trials overlap while every timing and ncu window runs al
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -42,11 +43,14 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+_BUNDLE_NAME = re.compile(r"(verifier/)?[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
 def unpack_bundle(bundle: bytes, into: Path) -> None:
     with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
         for name in archive.namelist():
-            # Bundles are built with fixed flat names; anything else is not ours.
-            if "/" in name or "\\" in name or name.startswith(".") or not name:
+            # Bundles are built with fixed names, flat or in verifier/; anything else is not ours.
+            if not _BUNDLE_NAME.fullmatch(name) or ".." in name:
                 raise ValueError(f"unexpected file name in bundle: {name!r}")
         archive.extractall(into)
 

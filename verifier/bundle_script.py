@@ -3,11 +3,12 @@
 
     python verify.py [--device cuda|cpu] [--json result.json] [--seeds 1,2,3] [-- HARNESS OPTIONS]
 
-Runs harness.py (shipped beside this file) in a subprocess on reference.py, the kernel
-source and functional.py when present, prints the verdict, every flag with its evidence
-and a claimed-vs-re-measured table, and writes the harness's full JSON result (plus the
-claims and a check of SHA256SUMS) to --json. Anything after ``--`` goes to harness.py as
-is (e.g. ``-- --build-dir DIR --time-budget 20``). Needs only the standard library and torch.
+Runs the verifier shipped beside this file (``python -m verifier.judge``, the same command
+the site's workers run) in a subprocess on reference.py, the kernel source and functional.py
+when present, prints the verdict, every flag with its evidence and a claimed-vs-re-measured
+table, and writes the full result document (plus the claims and a check of SHA256SUMS) to
+--json. Anything after ``--`` goes to the judge as is (e.g. ``-- --build-dir DIR
+--time-budget 20``). Needs only the standard library and torch.
 
 Exit status: 0 when the harness decided (verdict passed or failed, as the harness itself
 does), 2 when it could not (verdict error: build failure, crash, timeout, bad output).
@@ -24,9 +25,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from verifier import result as result_doc
+
 HERE = Path(__file__).resolve().parent
 CANDIDATE_FILE_BY_KIND = {"cuda_forward": "kernel.cu", "model_new": "model_new.py"}
-DEFAULT_SEEDS = "1,2,3"
 NO_VERDICT_EXIT_STATUS = 2
 
 
@@ -55,25 +57,29 @@ def check_files(bundle_dir: Path) -> dict:
 
 
 def harness_command(
-    bundle_dir: Path, claims: dict, device: str, seeds: str, json_path: Path, extra: list[str]
+    bundle_dir: Path, claims: dict, device: str, seeds: str | None, json_path: Path, extra: list[str]
 ) -> list[str]:
+    """The judge's command line; run it with the bundle folder as the working directory, so
+    ``-m verifier.judge`` finds the bundle's own verifier. ``seeds`` None: the judge draws them
+    after the kernel has loaded (pin them only to reproduce a run)."""
     kind = claims["kernel"]["kind"]
     command = [
-        sys.executable, str(bundle_dir / "harness.py"),
+        sys.executable, "-m", "verifier.judge",
         "--reference", str(bundle_dir / "reference.py"),
         "--candidate", str(bundle_dir / CANDIDATE_FILE_BY_KIND[kind]),
         "--kind", kind,
         "--device", device,
-        "--seeds", seeds,
         "--json", str(json_path),
     ]
+    if seeds:
+        command += ["--seeds", seeds]
     if (bundle_dir / "functional.py").exists():
         command += ["--functional", str(bundle_dir / "functional.py")]
     return command + extra
 
 
 def run_harness(command: list[str], bundle_dir: Path, json_path: Path, timeout_s: float, verbose: bool) -> dict:
-    """The harness's JSON result, or an 'error' result carrying the reason and log tail."""
+    """The judge's result document, or an 'error' document carrying the reason and log tail."""
     # Keep the bundle directory identical to the zip: no __pycache__ next to its files.
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     output = None if verbose else subprocess.PIPE
@@ -82,20 +88,14 @@ def run_harness(command: list[str], bundle_dir: Path, json_path: Path, timeout_s
             command, cwd=bundle_dir, env=env, stdout=output, stderr=output, text=True, timeout=timeout_s
         )
     except subprocess.TimeoutExpired:
-        return {"verdict": "error", "flags": [], "error": f"harness did not finish within {timeout_s:.0f} s"}
+        return result_doc.failure_document("error", f"the verifier did not finish within {timeout_s:.0f} s")
     log = ((completed.stdout or "") + (completed.stderr or ""))[-20000:]
     try:
-        result = json.loads(json_path.read_text(encoding="utf-8"))
+        return result_doc.loads(json_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        return {
-            "verdict": "error",
-            "flags": [],
-            "error": f"harness exited with status {completed.returncode} without a readable JSON result ({exc})",
-            "log": log,
-        }
-    if not isinstance(result, dict) or result.get("verdict") not in ("passed", "failed", "error"):
-        return {"verdict": "error", "flags": [], "error": "harness JSON has no verdict", "log": log, "raw": result}
-    return result
+        return result_doc.failure_document(
+            "error", f"the verifier exited with status {completed.returncode} without a readable result ({exc})",
+            log=log)
 
 
 def _number(value) -> str:
@@ -106,34 +106,17 @@ def _number(value) -> str:
     return str(value)
 
 
-def _median_ms(timings: dict, name: str):
-    entry = (timings or {}).get(name) or {}
-    return entry.get("median_ms") if isinstance(entry, dict) else None
-
-
-def _max_over_trials(trials, *names):
-    values = [
-        trial[name]
-        for trial in trials or []
-        if isinstance(trial, dict)
-        for name in names
-        if isinstance(trial.get(name), (int, float))
-    ]
-    return max(values) if values else None
-
-
 def comparison_rows(claimed: dict, result: dict) -> list[tuple[str, str, str]]:
-    timings = result.get("timings") or {}
     speedup = result.get("speedup") or {}
     return [
-        ("runtime (ms)", _number(claimed.get("runtime_ms")), _number(_median_ms(timings, "candidate"))),
-        ("eager baseline (ms)", _number(claimed.get("native_runtime_ms")), _number(_median_ms(timings, "eager"))),
-        ("compile baseline (ms)", _number(claimed.get("compile_runtime_ms")), _number(_median_ms(timings, "compile"))),
+        ("runtime (ms)", _number(claimed.get("runtime_ms")), _number(result_doc.median_ms(result, "candidate"))),
+        ("eager baseline (ms)", _number(claimed.get("native_runtime_ms")), _number(result_doc.median_ms(result, "eager"))),
+        ("compile baseline (ms)", _number(claimed.get("compile_runtime_ms")), _number(result_doc.median_ms(result, "compile"))),
         ("speedup vs eager", _number(claimed.get("speedup_native")), _number(speedup.get("vs_eager"))),
         ("speedup vs compile", _number(claimed.get("speedup_compile")), _number(speedup.get("vs_compile"))),
         ("correct", _number(claimed.get("correct")), str(result.get("verdict") == "passed")),
         ("max abs diff", _number(claimed.get("max_diff")),
-         _number(_max_over_trials(result.get("trials"), "max_abs_error", "max_abs_err", "max_abs_diff"))),
+         _number(result_doc.max_over_trials(result, "max_abs_err"))),
     ]
 
 
@@ -183,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Re-verify the kernel in this bundle.")
     parser.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda when available, else cpu")
     parser.add_argument("--json", type=Path, default=Path("verification_result.json"), help="where to write the result")
-    parser.add_argument("--seeds", default=DEFAULT_SEEDS, help=f"comma-separated seeds (default {DEFAULT_SEEDS})")
+    parser.add_argument("--seeds", help="comma-separated trial seeds, to reproduce a run (default: the verifier draws "
+                        "them after the kernel has loaded)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds before the harness is stopped")
     parser.add_argument("--verbose", action="store_true", help="show the harness's own output")
     argv = sys.argv[1:] if argv is None else argv

@@ -44,7 +44,7 @@ def entry_paths(entry):
 
 
 def harness_argv(ref, cand, kind, device, build_dir, functional=None, timing=False, extra=()):
-    argv = [sys.executable, "-m", "verifier.harness", "--reference", ref, "--candidate", cand, "--kind", kind,
+    argv = [sys.executable, "-m", "verifier.judge", "--reference", ref, "--candidate", cand, "--kind", kind,
             "--device", device, "--build-dir", build_dir]
     if functional:
         argv += ["--functional", functional]

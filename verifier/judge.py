@@ -1,7 +1,440 @@
-"""Placeholder while the judge is written: the in-process harness's command line."""
-import sys
+"""The judge: decides whether a kernel is correct and how fast it is, and alone writes the
+verdict. It never loads the candidate: a confined runner process (verifier/runner.py) does,
+and everything it reports is evidence.
 
-from verifier.harness import main
+    python -m verifier.judge --reference REF.py --candidate CAND [--functional FN.py]
+        [--kind model_new|cuda_forward] [--device cuda|cpu] [--seed N ... | --seeds N,N,N]
+        [--tolerance-abs X --tolerance-rel Y] [--no-timing] [--time-budget S] [--no-compile]
+        [--rse-target R] [--start-delay-us U] [--runner-timeout S] [--build-dir DIR]
+        [--json OUT.json] [--build-only]
+
+(``python -m evaluator.harness`` is the same command.) Prints one JSON document
+(verifier/result.py) and exits 0 whenever a verdict was reached. The judge:
+1. loads the reference (and nothing the runner can write) and scans the candidate's text;
+2. starts the runner, which confines itself, loads the candidate and says it is ready;
+3. draws the trial seeds only then, computes the reference outputs itself, sends the inputs,
+   and compares what comes back (verifier/checks.py);
+4. asks the runner for its probes (stale memory, caches, streams, library calls, precision),
+   whose flags can only fail the kernel;
+5. times candidate and references in interleaved batches it checks (verifier/judge_timing.py);
+6. ends the runner, kills whatever it left behind, and writes the document.
+docs/harness.md explains every check and the threat model.
+"""
+import argparse
+import copy
+import linecache
+import os
+import secrets
+import sys
+import traceback
+
+import torch
+
+from . import build
+from . import checks
+from . import confine
+from . import device_lock
+from . import inputs as inp
+from . import judge_timing
+from . import result
+from . import SHIPPED_MODULES
+from . import static_scan
+from .runner_process import CandidateRaised, RunnerFailure, RunnerProcess
+
+DEFAULT_SEED_COUNT = 3
+# Measured choice (docs/harness.md): honest fp32 kernels of the sample differ from torch by
+# up to 6.4e-4 on outputs of size ~45, so elementwise |c-r| <= 1e-2 (1 + |r|) as KernelBench,
+# plus a scale-free bound on the relative norm error that bf16 arithmetic (~2e-3) fails.
+DEFAULT_TOLERANCE = {"abs": 1e-2, "rel": 1e-3}
+INIT_SEED = 42
+DEFAULT_RUNNER_TIMEOUT_S = 1800.0
+
+
+class HarnessError(Exception):
+    """Verdict 'error': the judge could not judge (bad reference, no GPU, missing form)."""
+
+
+def _stage_writer():
+    path = os.environ.get("HARNESS_STAGE_FILE")
+
+    def stage(name):
+        if path:
+            try:
+                with open(path, "w") as fh:
+                    fh.write(name)
+            except OSError:
+                pass
+    return stage
+
+
+def module_from_text(src, role):
+    """Import source from memory: the judge reads no file the runner could have written."""
+    import types
+
+    name = "kb_judge_%s_%s" % (role, build.sha256_text(src)[:16])
+    filename = "<%s %s>" % (role, name)
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # tracebacks show lines
+    mod = types.ModuleType(name)
+    mod.__file__ = filename
+    sys.modules[name] = mod
+    exec(compile(src, filename, "exec"), mod.__dict__)
+    return mod
+
+
+def instantiate(cls, init_inputs, device):
+    inp.seed_everything(INIT_SEED)
+    model = cls(*copy.deepcopy(init_inputs))
+    return model.to(device).eval() if isinstance(model, torch.nn.Module) else model
+
+
+def verify(*, reference_src, candidate_src, kind, functional_src=None, device="cpu", seeds=None, tolerance=None,
+           time_it=True, build_dir=None, timing_budget_s=None, compile_baseline=True, rse_target=None,
+           start_delay_us=None, build_only=False, runner_timeout_s=DEFAULT_RUNNER_TIMEOUT_S):
+    """Run the whole protocol and return the result document (a dict)."""
+    doc = result.new_document(kind=kind, device=device)
+    tol = dict(DEFAULT_TOLERANCE)
+    tol.update({k: float(v) for k, v in (tolerance or {}).items() if v is not None})
+    tol["elementwise"] = "|out - ref| <= abs * (1 + |ref|) for every element"
+    tol["rel_definition"] = "||out - ref|| / ||ref|| <= rel"
+    doc["tolerance"] = tol
+    stage = _stage_writer()
+    doc["checks"]["confinement"] = confine.harden_judge()
+    hold = device_lock.ProcessHold.from_environment(device)
+    job = _Job(doc, stage, tol, device, kind)
+    try:
+        hold.start()
+        job.run(reference_src, candidate_src, functional_src, seeds, time_it, build_dir or build.default_build_dir(),
+                timing_budget_s, compile_baseline, rse_target, start_delay_us, build_only, runner_timeout_s, hold)
+    except HarnessError as exc:
+        doc["verdict"], doc["error"] = "error", str(exc)
+    except (RunnerFailure, CandidateRaised) as exc:
+        job.add(exc.flag)
+        doc["verdict"] = "failed"
+    except Exception as exc:  # the judge itself broke: say so, never pretend a verdict
+        doc["verdict"], doc["error"] = "error", "%s: %s\n%s" % (type(exc).__name__, exc,
+                                                               traceback.format_exc()[-3000:])
+    finally:
+        job.end_runner()
+        hold.stop()
+    if hold.report():
+        doc["checks"]["device_lock"] = hold.report()
+    doc["verdict"] = result.decide(doc)
+    if doc["verdict"] == "built" or build_only:
+        doc["verdict"] = "built" if doc["verdict"] in ("passed", "built") and not any(
+            f["blocking"] for f in doc["flags"]) else doc["verdict"]
+    if doc["task_flags"] and doc["verdict"] == "passed":
+        job.add(checks.flag("weak_task_pass", False, "passed, but the task's check is weak (%s): a pass here proves "
+                            "little" % ", ".join(f["name"] for f in doc["task_flags"]), source="judge"))
+    stage("done")
+    return result.finite(doc)
+
+
+class _Job:
+    """One verification's state, step by step."""
+
+    def __init__(self, doc, stage, tol, device, kind):
+        self.doc, self.stage, self.tol, self.device, self.kind = doc, stage, tol, device, kind
+        self.runner = None
+
+    def add(self, entry):
+        entry.setdefault("source", "judge")
+        result.add_flag(self.doc["flags"], entry)
+
+    def blocked(self):
+        return any(f["blocking"] for f in self.doc["flags"] + self.runner_flags())
+
+    def runner_flags(self):
+        out = []
+        for f in (self.runner.last_flags if self.runner else []):
+            if isinstance(f, dict) and isinstance(f.get("name"), str):
+                out.append(result.flag(f["name"][:80], bool(f.get("blocking")), str(f.get("evidence"))[:4000],
+                                       source="runner"))
+        return out
+
+    def run(self, reference_src, candidate_src, functional_src, seeds, time_it, build_dir, timing_budget_s,
+            compile_baseline, rse_target, start_delay_us, build_only, runner_timeout_s, hold):
+        doc, device, kind = self.doc, self.device, self.kind
+        if kind not in ("model_new", "cuda_forward"):
+            raise HarnessError("unknown kind %r (model_new or cuda_forward)" % kind)
+        if device not in ("cuda", "cpu"):
+            raise HarnessError("unknown device %r" % device)
+        if device == "cuda" and not torch.cuda.is_available():
+            raise HarnessError("device cuda requested but torch.cuda.is_available() is False")
+        os.makedirs(build_dir, exist_ok=True)
+        doc["versions"] = build.collect_versions(device, result.HARNESS_VERSION, shipped_files_sha256())
+        if device == "cpu" and static_scan.needs_cuda(candidate_src, kind):
+            raise HarnessError("this candidate is CUDA code: %s it with --device cuda (a CPU run verifies only "
+                               "C++-only candidates); no verdict on its correctness was reached"
+                               % ("build" if build_only else "run"))
+        if device == "cuda":  # an accurate fp32 reference: no TF32 in matmul or cuDNN
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+            doc["checks"]["reference_precision"] = "fp32 (TF32 disabled for matmul and cuDNN)"
+        self.stage("reference_load")
+        try:
+            ref_mod = module_from_text(reference_src, "reference")
+            init_inputs = inp.make_init_inputs(ref_mod)
+            ref_model = instantiate(ref_mod.Model, init_inputs, device)
+        except Exception as exc:
+            raise HarnessError("reference failed to load: %s: %s" % (type(exc).__name__, exc)) from None
+        has_state = any(True for _ in ref_model.parameters()) or any(True for _ in ref_model.buffers())
+        if kind == "cuda_forward" and not functional_src and has_state:
+            raise HarnessError("the reference Model has parameters/buffers, so a cuda_forward kernel needs the task's "
+                               "functional form (--functional) to receive them")
+        if not build_only:
+            sflags, doc["checks"]["static"] = static_scan.scan(candidate_src, kind, device)
+            for f in sflags:
+                self.add(f)
+        self.stage("candidate_load")
+        self.runner = RunnerProcess(
+            setup={"reference_src": reference_src, "candidate_src": candidate_src, "functional_src": functional_src,
+                   "kind": kind, "device": device, "tolerance": self.tol, "build_only": build_only},
+            build_dir=build_dir, request_timeout_s=runner_timeout_s)
+        self.runner.start()
+        ready, _ = self.runner.wait_ready()
+        doc["checks"]["confinement"].update(ready.get("confinement") or {})
+        runner_checks = ready.get("checks") if isinstance(ready.get("checks"), dict) else {}
+        if "build" in runner_checks:
+            doc["checks"]["build"] = runner_checks["build"]
+        if not ready.get("loaded"):
+            if ready.get("error"):
+                self.add(checks.flag("build_failed", True, "the runner could not load the task or the candidate: %s"
+                                     % str(ready["error"])[-3000:]))
+            doc["verdict"] = "failed"
+            return
+        if build_only:
+            doc["verdict"] = "built"
+            return
+        # The seeds are drawn now, after the candidate is loaded: nothing it ran could know them.
+        given = list(seeds or [])
+        doc["seeds"] = given or [secrets.randbelow(2 ** 31) for _ in range(DEFAULT_SEED_COUNT)]
+        doc["checks"]["seed_source"] = "given on the command line" if given else \
+            "drawn by the judge after the candidate loaded"
+        self.stage("candidate_call")
+        ref_samples, cand_samples = [], []
+        for seed in doc["seeds"]:
+            doc["trials"].append(self._trial(ref_mod, ref_model, seed, ref_samples, cand_samples))
+        failed = [t for t in doc["trials"] if not t["passed"]]
+        if failed:
+            t = failed[0]
+            self.add(checks.flag("incorrect_output", True, "the judge's comparison with its own reference failed on "
+                                 "%d of %d seeds; seed %d: %s" % (len(failed), len(doc["trials"]), t["seed"],
+                                                                  t["reason"])))
+        ref_stack = checks.stack_samples(ref_samples)
+        doc["task_flags"] += [dict(f, source="judge") for f in checks.task_weakness(ref_stack)]
+        const = checks.constant_output(checks.stack_samples(cand_samples), ref_stack)
+        if const:
+            self.add(const)
+        self.runner.request("analyse", {"seeds": doc["seeds"]}, expect="analysed")
+        if not time_it:
+            doc["timings"] = {"skipped": "timing disabled (--no-timing)"}
+        elif self.blocked() or failed:
+            doc["timings"] = {"skipped": "not timed: the candidate failed correctness or raised a blocking flag"}
+        else:
+            self.stage("timing")
+            budget = timing_budget_s if timing_budget_s is not None else (10.0 if device == "cuda" else 3.0)
+            timings, speedup, info, tflags, sets = judge_timing.time_candidate(
+                runner=self.runner, ref_model=ref_model, ref_mod=ref_mod, device=device, tol=self.tol,
+                seed_count_sets=4, budget_s=budget, compile_baseline=compile_baseline, rse_target=rse_target,
+                start_delay_us=start_delay_us, hold=hold)
+            doc["timings"], doc["speedup"], doc["checks"]["timing"] = timings, speedup, info
+            for f in tflags:
+                self.add(f)
+            if sets is not None and timings.get("candidate", {}).get("median_ms"):
+                self._bandwidth_floor(ref_model, sets[0], timings["candidate"]["median_ms"])
+
+    def _trial(self, ref_mod, ref_model, seed, ref_samples, cand_samples):
+        gold = inp.make_inputs(ref_mod, seed, self.device)
+        gold_cpu = inp.cpu_copy(gold)
+        ref_in = inp.clone_inputs(gold)
+        with torch.no_grad():
+            ref_leaves = inp.cpu_copy(inp.as_output_list(ref_model(*ref_in)))
+        touched = [i for i, (c, g) in enumerate(zip(inp.tensors_in(ref_in), inp.tensors_in(gold_cpu)))
+                   if inp.changed_elements(g, c)]
+        if touched and not any(f["name"] == "reference_mutates_inputs" for f in self.doc["task_flags"]):
+            self.doc["task_flags"].append(checks.flag("reference_mutates_inputs", False,
+                                                      "the reference writes to inputs %s" % touched, source="judge"))
+        structure, tensors = judge_timing._structure(gold_cpu)
+        answer, out = self.runner.request("trial", {"seed": seed, "inputs": structure}, tensors, expect="trial")
+        first = _leaves(answer.get("first"), out, 0)
+        again = _leaves(answer.get("again"), out, _tensor_count(answer.get("first")))
+        runs = {}
+        for label, leaves in (("first", first), ("after_reference", again)):
+            runs[label] = _compare(leaves, ref_leaves, self.tol)
+        worst = max(runs.values(), key=lambda r: r["rel_norm_err"])
+        ref_samples.append(_sample(ref_leaves))
+        cand_samples.append(_sample(first) if _same_shapes(first, ref_leaves) else None)
+        return {"seed": seed, "passed": all(r["passed"] for r in runs.values()),
+                "max_abs_err": max(r["max_abs_err"] for r in runs.values()),
+                "rel_norm_err": worst["rel_norm_err"], "reason": runs["first"]["reason"] or runs["after_reference"][
+                    "reason"], "runs": {k: _brief(v) for k, v in runs.items()}, "ref_norm": worst["ref_norm"],
+                "cand_norm": worst["cand_norm"]}
+
+    def _bandwidth_floor(self, ref_model, inputs, median_ms):
+        from . import timing
+
+        with torch.no_grad():
+            moved = inp.nbytes(inputs) + inp.nbytes(inp.as_output_list(ref_model(*inp.clone_inputs(inputs))))
+        bw, source = timing.device_bandwidth(self.device, moved)
+        floor_ms = moved / bw * 1e3
+        self.doc["checks"]["bandwidth_floor"] = {"bytes": moved, "bandwidth_bytes_per_s": bw, "source": source,
+                                                 "floor_ms": floor_ms}
+        if median_ms < floor_ms:
+            self.add(checks.flag("below_bandwidth_floor", True,
+                                 "median %.4g ms < %.4g ms needed just to read the inputs and write the output "
+                                 "(%d bytes at %.3g B/s, %s): impossible without skipping work or caching"
+                                 % (median_ms, floor_ms, moved, bw, source)))
+
+    def end_runner(self):
+        if self.runner is None:
+            return
+        answer, flags = self.runner.stop()
+        for f in flags:
+            self.add(f)
+            if f["blocking"] and self.doc["verdict"] in (None, "passed", "built"):
+                self.doc["verdict"] = "failed"
+        for f in self.runner_flags():
+            self.add(f)
+        if answer:
+            runner_checks = answer[0].get("checks")
+            if isinstance(runner_checks, dict):
+                self.doc["checks"]["runner"] = runner_checks
+        self.doc["log"] = self.runner.log()
+        self.doc["checks"]["escaped_processes"] = self.runner.escaped
+
+
+def _tensor_count(described):
+    return sum(1 for e in described or [] if isinstance(e, dict) and "tensor" in e)
+
+
+def _leaves(described, tensors, offset):
+    """The runner's output descriptors back to leaves; anything malformed becomes a marker
+    that fails the comparison."""
+    leaves = []
+    for e in described if isinstance(described, list) else []:
+        if isinstance(e, dict) and isinstance(e.get("tensor"), int) and 0 <= offset + e["tensor"] < len(tensors):
+            leaves.append(tensors[offset + e["tensor"]])
+        elif isinstance(e, dict) and "value" in e:
+            leaves.append(e["value"])
+        else:
+            leaves.append(_Unsupported(e))
+    return leaves
+
+
+class _Unsupported:
+    def __init__(self, described):
+        self.described = described
+
+    def __repr__(self):
+        return "unsupported output %r" % (self.described,)
+
+
+def _compare(leaves, ref_leaves, tol):
+    for i, (c, r) in enumerate(zip(leaves, ref_leaves)):
+        if isinstance(c, torch.Tensor) and isinstance(r, torch.Tensor) and c.dtype != r.dtype:
+            res = checks.compare([], [None], tol)
+            res.update(passed=False, reason="output %d has dtype %s, the reference %s" % (i, c.dtype, r.dtype),
+                       rel_norm_err=float("inf"))
+            return res
+    return checks.compare(leaves, ref_leaves, tol)
+
+
+def _brief(cmp):
+    return {k: cmp.get(k) for k in ("passed", "max_abs_err", "rel_norm_err", "mismatched", "elements",
+                                    "nonfinite_where_ref_finite", "poisoned", "reason")}
+
+
+def _same_shapes(cand, ref):
+    return len(cand) == len(ref) and all(isinstance(c, torch.Tensor) and tuple(c.shape) == tuple(r.shape)
+                                         for c, r in zip(cand, ref) if isinstance(r, torch.Tensor))
+
+
+def _sample(leaves):
+    tensors = [t for t in leaves if isinstance(t, torch.Tensor)]
+    if not tensors:
+        return None
+    try:
+        return torch.cat([inp.subsample(t) for t in tensors])
+    except Exception:
+        return None
+
+
+def shipped_files_sha256():
+    """sha256 over the verifier modules a verification runs (what the bundle ships)."""
+    import hashlib
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256()
+    for name in sorted(SHIPPED_MODULES):
+        with open(os.path.join(here, name + ".py"), "rb") as fh:
+            digest.update(name.encode() + b".py\0" + fh.read() + b"\0")
+    return digest.hexdigest()
+
+
+def _parse(argv):
+    p = argparse.ArgumentParser(prog="judge", description=__doc__.split("\n\n")[0])
+    p.add_argument("--reference", required=True)
+    p.add_argument("--candidate", required=True)
+    p.add_argument("--functional")
+    p.add_argument("--kind", choices=["model_new", "cuda_forward"])
+    p.add_argument("--device", choices=["cuda", "cpu"])
+    p.add_argument("--seed", type=int, action="append", help="pin a trial seed (default: drawn after the "
+                   "candidate loads, so nothing it runs can know the inputs)")
+    p.add_argument("--seeds", help="comma-separated trial seeds, as --seed")
+    p.add_argument("--tolerance-abs", type=float)
+    p.add_argument("--tolerance-rel", type=float)
+    p.add_argument("--no-timing", action="store_true")
+    p.add_argument("--time-budget", type=float, help="seconds of interleaved timing (default 10 cuda, 3 cpu)")
+    p.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    p.add_argument("--rse-target", type=float, help="stop timing when the relative standard error of every median "
+                   "is below this (default 0.01)")
+    p.add_argument("--start-delay-us", type=float, help="GPU: spin this long before each timed call's start event, "
+                   "so the events time the device's work and not the host's launch (default 50)")
+    p.add_argument("--runner-timeout", type=float, default=DEFAULT_RUNNER_TIMEOUT_S,
+                   help="seconds the runner may take for any one step, its build included")
+    p.add_argument("--build-dir")
+    p.add_argument("--build-only", action="store_true", help="only build and load the candidate (verdict built)")
+    p.add_argument("--json")
+    return p.parse_args(argv)
+
+
+def _guess_kind(src):
+    return "model_new" if "class ModelNew" in src else "cuda_forward"
+
+
+def main(argv=None):
+    args = _parse(argv)
+    stdout = build.JsonStdout()  # nothing but the document reaches stdout
+    try:
+        with open(args.reference) as fh:
+            ref_src = fh.read()
+        with open(args.candidate) as fh:
+            cand_src = fh.read()
+        fn_src = None
+        if args.functional:
+            with open(args.functional) as fh:
+                fn_src = fh.read()
+        seeds = list(args.seed or [])
+        if args.seeds:
+            seeds += [int(s) for s in args.seeds.split(",") if s.strip()]
+        device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        doc = verify(reference_src=ref_src, candidate_src=cand_src, kind=args.kind or _guess_kind(cand_src),
+                     functional_src=fn_src, device=device, seeds=seeds,
+                     tolerance={"abs": args.tolerance_abs, "rel": args.tolerance_rel}, time_it=not args.no_timing,
+                     build_dir=args.build_dir, timing_budget_s=args.time_budget, compile_baseline=not args.no_compile,
+                     rse_target=args.rse_target, start_delay_us=args.start_delay_us, build_only=args.build_only,
+                     runner_timeout_s=args.runner_timeout)
+    except OSError as exc:
+        doc = result.failure_document("error", "cannot read input: %s" % exc)
+    text = result.dumps(doc)
+    if args.json:
+        tmp = args.json + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, args.json)
+    stdout.write(text)
+    return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -18,7 +18,7 @@ import sys
 
 import torch
 
-from . import harness
+from . import runner_session as harness
 from . import build
 from . import device_lock
 from . import inputs as inp

@@ -2,7 +2,7 @@
 with a verdict document.
 
 ``run_harness_isolated(argv, cwd=None, timeout_s=..., memory_limit_bytes=..., env=None)``
-starts ``argv`` (for example ``[sys.executable, "-m", "verifier.harness", ...]``) in a
+starts ``argv`` (for example ``[sys.executable, "-m", "verifier.judge", ...]``) in a
 new session (its own process group), with resource limits set in the child:
 no core files, CPU time, and - for CPU-only runs, where it is safe - address space.
 A watchdog kills the whole group on timeout or when the group's resident memory passes
@@ -12,14 +12,14 @@ candidate's code was running (segfault, abort, illegal memory access, out of mem
 timeout/hang) or ``error`` when it happened elsewhere, plus the reason and the log tail.
 No Django imports: the worker and the verification bundle both use this file.
 """
-import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
+
+from . import result
 
 try:
     import resource
@@ -157,7 +157,7 @@ def run_harness_isolated(argv, *, cwd=None, timeout_s, memory_limit_bytes=None, 
         with open(out_path) as fh:
             text = fh.read()
         if text.strip():
-            doc = json.loads(text[text.index("{"):])
+            doc = result.loads(text[text.index("{"):])
     except (OSError, ValueError):
         doc = None
     if doc is not None and isinstance(doc, dict) and doc.get("verdict") and not state["timed_out"] and \
@@ -189,10 +189,8 @@ def run_harness_isolated(argv, *, cwd=None, timeout_s, memory_limit_bytes=None, 
 
 
 def _document(verdict, reason, name, info, blocking, wall, log, stage):
-    flags = []
+    evidence = reason + ("" if blocking else " - outside the candidate's code, so an error")
+    doc = result.failure_document(verdict, reason, flag_name=name, log=log, sandbox=info or {})
     if name:
-        flags.append({"name": name, "blocking": True,
-                      "evidence": reason + ("" if blocking else " - outside the candidate's code, so an error")})
-    return {"verdict": verdict, "flags": flags, "task_flags": [], "trials": [], "timings": {}, "speedup": {},
-            "versions": {"python": sys.version.split()[0]}, "log": log,
-            "error": None if verdict == "failed" else reason, "reason": reason, "sandbox": info or {}}
+        doc["flags"][0]["evidence"] = evidence
+    return doc

@@ -9,7 +9,6 @@ imported - before any candidate code runs - so a candidate that patches
 No Django imports here: this file ships inside the verification bundle.
 """
 import math
-import random
 import statistics
 import time
 
@@ -130,7 +129,6 @@ class L2Flusher:
 
 
 DEFAULT_RSE_TARGET = 0.01
-DEFAULT_CLOCK_WARMUP_S = 0.0
 # Measured on the H200 (docs/harness.md, timing quality): after the device-wide synchronize the
 # stream is idle, so a start event recorded there fires at once and the events then time the
 # host's launch of the call too (Python, dispatch: ~10-20 us, varying with the process's CPU
@@ -141,114 +139,94 @@ DEFAULT_START_DELAY_US = 50.0
 _SPIN_CYCLES_PER_US = 2000  # a 2 GHz clock; a slower clock only makes the delay longer
 
 
-def time_interleaved(impls, input_sets, device, budget_s=10.0, min_n=20, max_n=2000, rse_target=None,
-                     min_time_s=0.5, seed=0, watch=None, clock_warmup_s=None, start_delay_us=None):
-    """impls: list of (name, callable(inputs) -> output).  Returns (results, info).
+class TimedCaller:
+    """One timed call: L2 flushed, device synchronized, (GPU) a spin before the start event,
+    CUDA events around the call, host time around it and the device-wide synchronize after.
+    The judge and the runner time with this same code; the judge also times the runner's
+    whole batch with its own clock (judge_timing.py)."""
 
-    Each round perturbs one input set (swap two elements of a row), flushes L2,
-    then calls every implementation once on that set, in a rotating order.
-    ``clock_warmup_s``: on the GPU, keep calling the implementations untimed this long
-    after their warm-up, so the clocks have left any idle state before the first timed round.
-    ``start_delay_us``: on the GPU, a spin kernel this long before each start event (see
-    DEFAULT_START_DELAY_US); host times include it, event times do not.
-    ``watch`` (optional) is called before and after each implementation's warm-up and
-    after the timed loop, so the caller can tell which phase changed global state
-    (torch.compile legitimately patches torch.nn.Module while it compiles).
-    """
-    rng = random.Random(seed)
-    flusher = L2Flusher(device)
-    results = {name: {"ms": [], "host_ms": [], "error": None, "first_call_s": None} for name, _ in impls}
-    live = []
-    # Warm-up: every set once per implementation (compiles torch.compile, loads caches).
-    for name, fn in impls:
-        if watch:
-            watch("before_warmup", name)
-        for k, inputs in enumerate(input_sets if len(input_sets) > 1 else input_sets * 3):
-            try:
-                t0 = _perf()
-                with torch.no_grad():
-                    fn(inputs)
-                if device == "cuda":
-                    _cuda_sync()
-                if k == 0:
-                    results[name]["first_call_s"] = _perf() - t0
-            except Exception as exc:  # a baseline that cannot run is recorded, not fatal
-                results[name]["error"] = "%s: %s" % (type(exc).__name__, str(exc)[:500])
-                break
-        if results[name]["error"] is None:
-            live.append((name, fn))
-        if watch:
-            watch("after_warmup", name)
-    rse_target = DEFAULT_RSE_TARGET if rse_target is None else rse_target
-    clock_warmup_s = DEFAULT_CLOCK_WARMUP_S if clock_warmup_s is None else clock_warmup_s
-    start_delay_us = DEFAULT_START_DELAY_US if start_delay_us is None else start_delay_us
-    spin_cycles = int(start_delay_us * _SPIN_CYCLES_PER_US)
-    warm_calls, t_warm = 0, _perf()
-    while device == "cuda" and live and _perf() - t_warm < clock_warmup_s:
-        try:
-            for _, fn in live:
-                with torch.no_grad():
-                    fn(input_sets[warm_calls % len(input_sets)])
+    def __init__(self, device, start_delay_us=None):
+        self.device = device
+        self.flusher = L2Flusher(device)
+        delay = DEFAULT_START_DELAY_US if start_delay_us is None else start_delay_us
+        self.start_delay_us = delay if device == "cuda" else None
+        self.spin_cycles = int(delay * _SPIN_CYCLES_PER_US) if device == "cuda" else 0
+
+    def call(self, fn, inputs):
+        """(output, event ms, host ms)."""
+        self.flusher.flush()
+        if self.device == "cuda":
             _cuda_sync()
-        except Exception:  # left to the timed rounds, which meet it as they would without this warm-up
-            break
-        warm_calls += 1
-    t_start = _perf()
-    rounds, stop = 0, "no implementation ran"
-    while live:
-        inputs = input_sets[rounds % len(input_sets)]
-        inputs_mod.perturb_rows(inputs, rng)
-        order = live[rounds % len(live):] + live[:rounds % len(live)]
-        for name, fn in order:
-            flusher.flush()
-            if device == "cuda":
-                _cuda_sync()
-                start, end = _CudaEvent(enable_timing=True), _CudaEvent(enable_timing=True)
-                h0 = _perf()
-                if spin_cycles > 0:
-                    _spin(spin_cycles)
-                _event_record(start)
-                with torch.no_grad():
-                    out = fn(inputs)
-                _event_record(end)
-                _cuda_sync()
-                h1 = _perf()
-                ms = _event_elapsed(start, end)
-            else:
-                h0 = _perf()
-                with torch.no_grad():
-                    out = fn(inputs)
-                h1 = _perf()
-                ms = (h1 - h0) * 1e3
-            del out
-            results[name]["ms"].append(ms)
-            results[name]["host_ms"].append((h1 - h0) * 1e3)
-        rounds += 1
-        elapsed = _perf() - t_start
-        counts = [len(results[n]["ms"]) for n, _ in live]
-        worst = max(rse_of_median(results[n]["ms"]) for n, _ in live)
-        if min(counts) >= min_n and elapsed >= min_time_s and worst <= rse_target:
-            stop = "relative standard error of the median %.4f <= %g" % (worst, rse_target)
-            break
-        if elapsed >= budget_s and min(counts) >= 3:
-            stop = "time budget %.1f s spent (worst rse %.4f)" % (budget_s, worst)
-            break
-        if min(counts) >= max_n:
-            stop = "max %d calls (worst rse %.4f)" % (max_n, worst)
-            break
-    if watch:
-        watch("after_loop", None)
-    summary = {}
-    for name, _ in impls:
-        r = results[name]
-        if r["error"] is not None:
-            summary[name] = {"error": r["error"]}
-        else:
-            summary[name] = summarize(r["ms"], r["host_ms"])
-            summary[name]["first_call_s"] = r["first_call_s"]
-    info = {"rounds": rounds, "stop": stop, "input_sets": len(input_sets), "rse_target": rse_target,
-            "clock_warmup": {"seconds": clock_warmup_s, "rounds": warm_calls},
-            "start_delay_us": start_delay_us if device == "cuda" else None, "l2_flush_bytes":
-            getattr(flusher, "bytes", 0), "clock": "cuda events + host perf_counter around device synchronize"
-            if device == "cuda" else "host perf_counter"}
-    return summary, info
+            start, end = _CudaEvent(enable_timing=True), _CudaEvent(enable_timing=True)
+            h0 = _perf()
+            if self.spin_cycles > 0:
+                _spin(self.spin_cycles)
+            _event_record(start)
+            with torch.no_grad():
+                out = fn(inputs)
+            _event_record(end)
+            _cuda_sync()
+            h1 = _perf()
+            return out, _event_elapsed(start, end), (h1 - h0) * 1e3
+        h0 = _perf()
+        with torch.no_grad():
+            out = fn(inputs)
+        h1 = _perf()
+        return out, (h1 - h0) * 1e3, (h1 - h0) * 1e3
+
+
+class FingerprintWeights:
+    """Fixed random float64 weights per output size, from a seed the judge draws: the
+    fingerprint of an output is its dot product with them, so a fingerprint that matches the
+    reference's can only come from computing the output."""
+
+    def __init__(self, seed, device):
+        self.seed, self.device, self.cache = int(seed), device, {}
+
+    def __call__(self, numel):
+        if numel not in self.cache:
+            gen = torch.Generator().manual_seed(self.seed + numel)
+            self.cache[numel] = torch.randn(numel, generator=gen, dtype=torch.float64).to(self.device)
+        return self.cache[numel]
+
+
+def fingerprint(leaf, weights):
+    """float (NaN when the output holds NaN) for a tensor leaf; the value itself otherwise."""
+    if not isinstance(leaf, torch.Tensor):
+        return leaf if isinstance(leaf, (int, float, bool)) or leaf is None else repr(type(leaf))
+    flat = leaf.detach().reshape(-1)
+    if flat.is_complex():
+        flat = torch.view_as_real(flat).reshape(-1)
+    flat = flat.to(torch.float64)
+    return float(torch.dot(flat, weights(flat.numel()).to(flat.device)))
+
+
+def perturbed(base, spec):
+    """A fresh own-storage copy of an input set with a few elements replaced, as the judge
+    specified them (``spec``: [(tensor index, positions, values)]): every timed call gets
+    inputs no earlier call has seen, and the judge can compute their reference."""
+    ins = inputs_mod.clone_inputs(base)
+    tensors = inputs_mod.tensors_in(ins)
+    for index, positions, values in spec:
+        flat = tensors[index].view(-1)
+        flat[positions.to(flat.device)] = values.to(flat.device, flat.dtype)
+    return ins
+
+
+def run_batch(fn, sets, calls, caller, weights, keep=None):
+    """Time ``calls`` ([(set index, perturbation spec)]) of ``fn``; returns per-call event ms,
+    host ms and output fingerprints. ``keep``: a list that receives each call's output leaves."""
+    ms, host_ms, prints = [], [], []
+    for index, spec in calls:
+        ins = perturbed(sets[index], spec)
+        if caller.device == "cuda":
+            _cuda_sync()
+        out, elapsed, host = caller.call(fn, ins)
+        leaves = inputs_mod.as_output_list(out)
+        prints.append([fingerprint(leaf, weights) for leaf in leaves])
+        ms.append(elapsed)
+        host_ms.append(host)
+        if keep is not None:
+            keep.append(leaves)
+        del out, leaves, ins
+    return {"ms": ms, "host_ms": host_ms, "fingerprints": prints}

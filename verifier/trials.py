@@ -123,52 +123,50 @@ def call_candidate(ctx, gold, gold_cpu, label, poison=True, check_guards=True, i
     return rec
 
 
-def run_trials(ctx):
-    trials = []
-    for seed in ctx.seeds:
-        gold = inp.make_inputs(ctx.ref_mod, seed, ctx.device)
-        gold_cpu = inp.cpu_copy(gold)
-        rec_a = call_candidate(ctx, gold, gold_cpu, "first")
-        ref_in = inp.clone_inputs(gold)
-        ref_out = call_reference(ctx, ref_in)
-        ref_leaves = inp.as_output_list(ref_out)
-        ref_touched = [i for i, (c, g) in enumerate(zip(inp.tensors_in(ref_in), inp.tensors_in(gold_cpu)))
-                       if inp.changed_elements(g, c)]
-        if ref_touched and not ctx.ref_mutates:
-            ctx.ref_mutates = True
-            ctx.task_flags.append(checks.flag("reference_mutates_inputs", False,
-                                              "the reference writes to inputs %s" % ref_touched))
-        ctx.size_hints = [t.numel() * t.element_size() for t in ref_leaves if isinstance(t, torch.Tensor)]
-        rec_c = call_candidate(ctx, gold, gold_cpu, "after_reference")
-        for rec in (rec_a, rec_c):
-            for f in checks.structure_findings(rec["leaves"], ref_leaves, inp.tensors_in(rec["inputs"]) +
-                                               list(ctx.param_tensors.values()), ctx.device):
-                ctx.add_flag(f)
-        shared = {checks.storage_ptr(t) for t in rec_a["leaves"] if type(t) is torch.Tensor} - {None}
-        reused = [checks.storage_ptr(t) for t in rec_c["leaves"] if type(t) is torch.Tensor and
-                  checks.storage_ptr(t) in shared]
-        if reused:
-            ctx.add_flag(checks.flag("output_storage_reused", True,
-                                     "two calls returned the same storage (data_ptr 0x%x) while the first result was "
-                                     "still held: outputs come from a static buffer or cache" % reused[0]))
-        ref_cpu = inp.cpu_copy(ref_leaves)
-        cmp_a = checks.compare(rec_a["at_return"], ref_cpu, ctx.tol)
-        cmp_c = checks.compare(rec_c["at_return"], ref_cpu, ctx.tol)
-        worst = cmp_a if cmp_a["rel_norm_err"] >= cmp_c["rel_norm_err"] else cmp_c
-        trials.append({
-            "seed": seed, "passed": cmp_a["passed"] and cmp_c["passed"],
-            "max_abs_err": max(cmp_a["max_abs_err"], cmp_c["max_abs_err"]),
-            "rel_norm_err": max(cmp_a["rel_norm_err"], cmp_c["rel_norm_err"]),
-            "reason": cmp_a["reason"] or cmp_c["reason"],
-            "runs": {"first": _brief(cmp_a), "after_reference": _brief(cmp_c)},
-            "ref_norm": worst["ref_norm"], "cand_norm": worst["cand_norm"],
-        })
-        ctx.samples_ref.append(_sample(ref_cpu))
-        same_shapes = all(isinstance(c, torch.Tensor) and tuple(c.shape) == tuple(r.shape)
-                          for c, r in zip(rec_a["at_return"], ref_cpu) if isinstance(r, torch.Tensor))
-        ctx.samples_cand.append(_sample(rec_a["at_return"]) if same_shapes else None)
-        del rec_a, rec_c, ref_out, ref_leaves, gold
-    return trials
+def run_trial(ctx, seed, gold):
+    """One seed's protocol on the inputs the judge sent (``gold``, on the device): candidate
+    first on poisoned memory, the reference (this process's copy, kept alive), candidate
+    again. Returns this process's trial record (evidence for the probes) and both runs'
+    outputs at return, which the judge compares with its own reference."""
+    gold_cpu = inp.cpu_copy(gold)
+    rec_a = call_candidate(ctx, gold, gold_cpu, "first")
+    ref_in = inp.clone_inputs(gold)
+    ref_out = call_reference(ctx, ref_in)
+    ref_leaves = inp.as_output_list(ref_out)
+    ref_touched = [i for i, (c, g) in enumerate(zip(inp.tensors_in(ref_in), inp.tensors_in(gold_cpu)))
+                   if inp.changed_elements(g, c)]
+    if ref_touched and not ctx.ref_mutates:
+        ctx.ref_mutates = True
+    ctx.size_hints = [t.numel() * t.element_size() for t in ref_leaves if isinstance(t, torch.Tensor)]
+    rec_c = call_candidate(ctx, gold, gold_cpu, "after_reference")
+    for rec in (rec_a, rec_c):
+        for f in checks.structure_findings(rec["leaves"], ref_leaves, inp.tensors_in(rec["inputs"]) +
+                                           list(ctx.param_tensors.values()), ctx.device):
+            ctx.add_flag(f)
+    shared = {checks.storage_ptr(t) for t in rec_a["leaves"] if type(t) is torch.Tensor} - {None}
+    reused = [checks.storage_ptr(t) for t in rec_c["leaves"] if type(t) is torch.Tensor and
+              checks.storage_ptr(t) in shared]
+    if reused:
+        ctx.add_flag(checks.flag("output_storage_reused", True,
+                                 "two calls returned the same storage (data_ptr 0x%x) while the first result was "
+                                 "still held: outputs come from a static buffer or cache" % reused[0]))
+    ref_cpu = inp.cpu_copy(ref_leaves)
+    cmp_a = checks.compare(rec_a["at_return"], ref_cpu, ctx.tol)
+    cmp_c = checks.compare(rec_c["at_return"], ref_cpu, ctx.tol)
+    worst = cmp_a if cmp_a["rel_norm_err"] >= cmp_c["rel_norm_err"] else cmp_c
+    trial = {
+        "seed": seed, "passed": cmp_a["passed"] and cmp_c["passed"],
+        "max_abs_err": max(cmp_a["max_abs_err"], cmp_c["max_abs_err"]),
+        "rel_norm_err": max(cmp_a["rel_norm_err"], cmp_c["rel_norm_err"]),
+        "reason": cmp_a["reason"] or cmp_c["reason"],
+        "runs": {"first": _brief(cmp_a), "after_reference": _brief(cmp_c)},
+        "ref_norm": worst["ref_norm"], "cand_norm": worst["cand_norm"],
+    }
+    ctx.samples_ref.append(_sample(ref_cpu))
+    same_shapes = all(isinstance(c, torch.Tensor) and tuple(c.shape) == tuple(r.shape)
+                      for c, r in zip(rec_a["at_return"], ref_cpu) if isinstance(r, torch.Tensor))
+    ctx.samples_cand.append(_sample(rec_a["at_return"]) if same_shapes else None)
+    return trial, rec_a["at_return"], rec_c["at_return"]
 
 
 def _brief(cmp):

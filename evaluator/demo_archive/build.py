@@ -128,7 +128,7 @@ class Builder:
 
     def harness_argv(self, entry, timed):
         ref, cand, fn = entry_paths(self.manifest, entry)
-        argv = [sys.executable, "-m", "verifier.harness", "--reference", ref, "--candidate", cand,
+        argv = [sys.executable, "-m", "verifier.judge", "--reference", ref, "--candidate", cand,
                 "--kind", entry["kind"], "--device", self.args.device, "--build-dir", self.args.build_dir]
         if fn:
             argv += ["--functional", fn]

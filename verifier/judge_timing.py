@@ -1,0 +1,294 @@
+"""Timing the judge can believe.
+
+The candidate is timed in the runner, the eager and torch.compile references in the judge,
+in interleaved batches of the same calls. Every call gets inputs no earlier call has seen:
+one of a few base sets with elements replaced as the judge drew them after the candidate
+loaded. For each batch:
+
+- the runner reports each call's event time and a fingerprint of its output (a dot product
+  with random weights the judge chose): every timed output is checked against the
+  reference's fingerprint for the same inputs, within a bound that an honest output
+  within tolerance never leaves (the error's projection on random weights is far below 8
+  times its norm); a fingerprint needs the output, so work skipped or replayed when timed
+  shows;
+- the judge then asks for the full output of one call it picks at random (the runner learns
+  which only now) and compares it with the reference and with the fingerprint committed;
+- the judge's clock around the batch must account for the runner's reported times: what is
+  left once the judge's own per-call overhead (the same loop, on the reference) and the
+  channel's round trip are taken out must stay within launch noise. Work moved outside the
+  timed window (done before the start event, on another stream, in a patched timer, at
+  fingerprint time) shows here.
+"""
+import math
+import secrets
+import time
+
+import torch
+
+from . import inputs as inp
+from . import timing
+from .checks import compare
+from .result import flag
+
+_perf = time.perf_counter
+PERTURBED_ELEMENTS = 16
+FINGERPRINT_SIGMAS = 8.0
+BATCH_OUTPUT_BYTES = 256 << 20
+# Unaccounted time per call that fails a kernel: launch noise on a GPU, a loaded host on the CPU.
+UNACCOUNTED_ALLOWANCE = {"cuda": (0.05, 0.2), "cpu": (2.0, 0.5)}  # (ms, fraction of the median)
+
+
+def _draw_calls(base_cpu, n_calls, first_round, rng_seed):
+    """[(set index, [(tensor index, positions, values)])] for one batch."""
+    gen = torch.Generator().manual_seed(rng_seed)
+    calls = []
+    for i in range(n_calls):
+        k = (first_round + i) % len(base_cpu)
+        spec = []
+        for ti, t in enumerate(inp.tensors_in(base_cpu[k])):
+            if not t.is_floating_point() or t.numel() < 2:
+                continue
+            n = min(PERTURBED_ELEMENTS, t.numel())
+            positions = torch.randint(0, t.numel(), (n,), generator=gen)
+            donors = torch.randint(0, t.numel(), (n,), generator=gen)
+            spec.append((ti, positions, t.reshape(-1)[donors].clone()))
+        calls.append((k, spec))
+    return calls
+
+
+def _wire_calls(calls):
+    values, tensors = [], []
+    for k, spec in calls:
+        entry = []
+        for ti, positions, vals in spec:
+            entry.append([ti, len(tensors), len(tensors) + 1])
+            tensors += [positions, vals]
+        values.append([k, entry])
+    return values, tensors
+
+
+def _structure(inputs):
+    structure, tensors = [], []
+    for item in inputs:
+        if isinstance(item, torch.Tensor):
+            structure.append({"tensor": len(tensors)})
+            tensors.append(item.detach().to("cpu"))
+        else:
+            structure.append({"value": item})
+    return structure, tensors
+
+
+def _check_prints(cand, ref_prints, ref_outputs, tol):
+    """Index of the first call whose fingerprint leaves the bound, with the numbers, or None."""
+    for i, (c_leaves, r_leaves, outs) in enumerate(zip(cand, ref_prints, ref_outputs)):
+        if not isinstance(c_leaves, list) or len(c_leaves) != len(r_leaves):
+            return i, "the runner reported %r fingerprints for %d outputs" % (c_leaves, len(r_leaves))
+        diff, norm_sq, slack = 0.0, 0.0, 0.0
+        for c, r, out in zip(c_leaves, r_leaves, outs):
+            if not isinstance(out, torch.Tensor):
+                if c != r:
+                    return i, "non-tensor output %r, reference %r" % (c, r)
+                continue
+            if not isinstance(c, (int, float)) or isinstance(c, bool):
+                return i, "fingerprint %r is not a number" % (c,)
+            if not math.isfinite(r):
+                continue  # a non-finite reference: left to the sampled comparison
+            if not math.isfinite(c):
+                return i, "fingerprint %r where the reference's is finite" % c
+            norm = float(out.detach().to(torch.float64).norm())
+            diff += c - r
+            norm_sq += norm * norm
+            slack += 1e-6 * math.sqrt(out.numel()) * norm
+        bound = FINGERPRINT_SIGMAS * tol["rel"] * math.sqrt(norm_sq) + slack
+        if abs(diff) > bound:
+            return i, "fingerprint differs from the reference's by %.4g (bound %.4g)" % (abs(diff), bound)
+    return None
+
+
+def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, budget_s, compile_baseline,
+                   rse_target, start_delay_us, hold):
+    """Returns (timings, speedup, checks, flags)."""
+    flags = []
+    probe = inp.make_inputs(ref_mod, secrets.randbelow(2 ** 31), device)
+    sizes = inp.nbytes(probe)
+    n_sets = max(1, min(seed_count_sets, int((1 << 30) // max(sizes, 1))))
+    set_seeds = [secrets.randbelow(2 ** 31) for _ in range(n_sets)]
+    sets = [inp.make_inputs(ref_mod, s, device) for s in set_seeds]
+    base_cpu = [inp.cpu_copy(s) for s in sets]
+    with torch.no_grad():
+        out_bytes = inp.nbytes(inp.as_output_list(ref_model(*inp.clone_inputs(sets[0]))))
+    batch = max(2, min(8, BATCH_OUTPUT_BYTES // max(out_bytes, 1)))
+    weight_seed = secrets.randbelow(2 ** 31)
+    structures, tensors = [], []
+    for s in base_cpu:
+        structure, ts = _structure(s)
+        structures.append([dict(e, tensor=e["tensor"] + len(tensors)) if "tensor" in e else e for e in structure])
+        tensors += ts
+    runner.request("timing_setup", {"sets": structures, "weight_seed": weight_seed,
+                                    "start_delay_us": start_delay_us}, tensors, expect="timing_ready")
+    caller = timing.TimedCaller(device, start_delay_us)
+    weights = timing.FingerprintWeights(weight_seed, device)
+    impls = [("eager", lambda ins: ref_model(*ins))]
+    notes = {}
+    if compile_baseline:
+        try:
+            compiled = torch.compile(ref_model)
+            impls.append(("compile", lambda ins: compiled(*ins)))
+        except Exception as exc:
+            notes["compile"] = "torch.compile unavailable: %s" % str(exc)[:300]
+    else:
+        notes["compile"] = "torch.compile baseline disabled"
+
+    def candidate_batch(calls):
+        values, wire = _wire_calls(calls)
+        t0 = _perf()
+        answer, _ = runner.request("batch", {"calls": values}, wire, expect="batch")
+        return answer, (_perf() - t0) * 1e3
+
+    # Warm-up: one batch each (builds torch.compile, fills caches); errors in a baseline are recorded.
+    warm = _draw_calls(base_cpu, batch, 0, secrets.randbelow(2 ** 31))
+    live = []
+    for name, fn in impls:
+        try:
+            timing.run_batch(fn, sets, warm, caller, weights)
+            live.append((name, fn))
+        except Exception as exc:
+            notes[name] = "%s: %s" % (type(exc).__name__, str(exc)[:500])
+    if "eager" not in dict(live):
+        raise RuntimeError("the eager reference cannot be timed: %s" % notes.get("eager"))
+    candidate_batch(warm)
+    rtts = []
+    for _ in range(5):
+        t0 = _perf()
+        runner.request("ping", expect="pong")
+        rtts.append((_perf() - t0) * 1e3)
+    rtt = min(rtts)
+    samples = {name: {"ms": [], "host_ms": []} for name in ["candidate"] + [n for n, _ in live]}
+    unaccounted, wrong, rounds, stop = [], None, 0, "no round ran"
+    rse_target = timing.DEFAULT_RSE_TARGET if rse_target is None else rse_target
+    with hold.alone():  # no other kernel on this device while ours is timed
+        clock_before = timing.gpu_clocks() if device == "cuda" else None
+        t_start = _perf()
+        while True:
+            calls = _draw_calls(base_cpu, batch, rounds * batch, secrets.randbelow(2 ** 31))
+            order = ["candidate"] + [n for n, _ in live]
+            order = order[rounds % len(order):] + order[:rounds % len(order)]
+            kept, walls = {}, {}
+            for name in order:
+                if name == "candidate":
+                    answer, walls[name] = candidate_batch(calls)
+                    result = answer
+                else:
+                    kept[name] = []
+                    t0 = _perf()
+                    result = timing.run_batch(dict(live)[name], sets, calls, caller, weights, keep=kept[name])
+                    walls[name] = (_perf() - t0) * 1e3
+                ms, host = result.get("ms"), result.get("host_ms")
+                if not (isinstance(ms, list) and isinstance(host, list) and len(ms) == len(host) == batch and
+                        all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in ms + host)):
+                    flags.append(flag("tampering", True, "the runner's batch report is malformed: %r" % (
+                        {k: result.get(k) for k in ("ms", "host_ms")},), source="judge"))
+                    return _give_up(samples, notes, flags, rounds)
+                samples[name]["ms"] += ms
+                samples[name]["host_ms"] += host
+                if name == "candidate":
+                    cand = result
+                else:
+                    if name == "eager":
+                        ref_prints = result["fingerprints"]
+            ref_outs = kept["eager"]
+            bad = _check_prints(cand.get("fingerprints"), ref_prints, ref_outs, tol)
+            if bad and wrong is None:
+                wrong = "round %d, call %d: %s" % (rounds, bad[0], bad[1])
+            pick = secrets.randbelow(batch)
+            answer, fetched = runner.request("fetch", {"index": pick}, expect="fetched")
+            leaves = [fetched[e["tensor"]] if isinstance(e, dict) and "tensor" in e and isinstance(e["tensor"], int)
+                      and 0 <= e["tensor"] < len(fetched) else (e.get("value") if isinstance(e, dict) else e)
+                      for e in answer.get("leaves") or []]
+            want = inp.cpu_copy(ref_outs[pick])
+            check = compare(leaves, want, tol)
+            if not check["passed"] and wrong is None:
+                wrong = "round %d, call %d (fetched after the batch): %s" % (rounds, pick, check["reason"])
+            committed = (cand.get("fingerprints") or [None] * batch)[pick]
+            again = [timing.fingerprint(leaf.to(device) if isinstance(leaf, torch.Tensor) else leaf, weights)
+                     for leaf in leaves]
+            if check["passed"] and not _same_prints(committed, again, leaves) and wrong is None:
+                wrong = "round %d, call %d: the output handed over later (fingerprint %r) is not the one " \
+                        "fingerprinted when the call returned (%r)" % (rounds, pick, again, committed)
+            own = (walls["eager"] - sum(samples["eager"]["ms"][-batch:])) / batch
+            theirs = (walls["candidate"] - rtt - sum(samples["candidate"]["ms"][-batch:])) / batch
+            unaccounted.append(theirs - own)
+            rounds += 1
+            del kept, ref_outs
+            elapsed = _perf() - t_start
+            n = len(samples["candidate"]["ms"])
+            worst = max(timing.rse_of_median(samples[name]["ms"]) for name in samples)
+            if wrong is not None:
+                stop = "a timed output was wrong"
+                break
+            if n >= 20 and elapsed >= 0.5 and worst <= rse_target and rounds >= 3:
+                stop = "relative standard error of the median %.4f <= %g" % (worst, rse_target)
+                break
+            if elapsed >= budget_s and rounds >= 3:
+                stop = "time budget %.1f s spent (worst rse %.4f)" % (budget_s, worst)
+                break
+            if n >= 2000:
+                stop = "2000 calls (worst rse %.4f)" % worst
+                break
+        clock_after = timing.gpu_clocks() if device == "cuda" else None
+    timings = {name: timing.summarize(s["ms"], s["host_ms"]) for name, s in samples.items()}
+    for name, note in notes.items():
+        timings[name] = {"error" if name != "compile" or "disabled" not in note else "skipped": note}
+    timings["candidate"]["source"] = "runner (CUDA events or host clock), checked against the judge's clock"
+    speedup = {}
+    if timings["candidate"].get("median_ms"):
+        for name, key in (("eager", "vs_eager"), ("compile", "vs_compile")):
+            if timings.get(name, {}).get("median_ms"):
+                speedup[key] = timings[name]["median_ms"] / timings["candidate"]["median_ms"]
+    median_u = sorted(unaccounted)[len(unaccounted) // 2] if unaccounted else 0.0
+    abs_ms, frac = UNACCOUNTED_ALLOWANCE["cuda" if device == "cuda" else "cpu"]
+    allowance = max(abs_ms, frac * (timings["candidate"].get("median_ms") or 0.0))
+    info = {"rounds": rounds, "batch": batch, "stop": stop, "input_sets": n_sets, "rse_target": rse_target,
+            "perturbed_elements_per_tensor": PERTURBED_ELEMENTS, "channel_round_trip_ms": rtt,
+            "unaccounted_ms_per_call": {"median": median_u, "allowance": allowance,
+                                        "per_round": [round(u, 4) for u in unaccounted[:200]]},
+            "start_delay_us": caller.start_delay_us, "l2_flush_bytes": getattr(caller.flusher, "bytes", 0),
+            "clock": "cuda events + host perf_counter around device synchronize" if device == "cuda"
+            else "host perf_counter"}
+    if clock_before:
+        info["gpu_clocks"] = {"before": clock_before, "after": clock_after}
+    if wrong is not None:
+        flags.append(flag("timed_call_wrong_output", True, "a timed call's output did not match the reference for "
+                          "its inputs: %s. The kernel computes less (or something else) when it is timed" % wrong,
+                          source="judge"))
+    elif median_u > allowance:
+        flags.append(flag("timing_unaccounted", True,
+                          "the judge's clock around each batch left %.4g ms per call unaccounted for by the runner's "
+                          "reported %.4g ms median (allowance %.4g ms, after the judge's own per-call overhead and the "
+                          "channel's %.3g ms round trip): work runs outside the timed window (before the start event, "
+                          "on another stream or thread, or behind a patched timer)"
+                          % (median_u, timings["candidate"]["median_ms"], allowance, rtt), source="judge"))
+    return timings, speedup, info, flags, sets
+
+
+def _same_prints(committed, again, leaves):
+    """Is the fingerprint the runner committed to that of the output it handed over later?
+    (Same device, same operation: equal but for summation order, far inside this bound.)"""
+    if not isinstance(committed, list) or len(committed) != len(again):
+        return False
+    for c, a, leaf in zip(committed, again, leaves):
+        if isinstance(a, float):
+            if not isinstance(c, (int, float)) or isinstance(c, bool):
+                return False
+            if math.isnan(a) and math.isnan(c):
+                continue
+            norm = float(leaf.detach().to(torch.float64).norm()) if isinstance(leaf, torch.Tensor) else 0.0
+            if not abs(c - a) <= 1e-7 * math.sqrt(max(leaf.numel(), 1)) * norm + 1e-12:
+                return False
+        elif c != a:
+            return False
+    return True
+
+
+def _give_up(samples, notes, flags, rounds):
+    return {}, {}, {"rounds": rounds, "stop": "the runner's report was malformed"}, flags, None

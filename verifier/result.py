@@ -1,0 +1,125 @@
+"""The verification result document: its keys, its version, how a failure document is made,
+and how it is read back. Every producer (judge, sandbox, bundle script) and every reader
+(worker, site, exports) goes through this module, so the keys cannot drift apart.
+
+A document is plain JSON:
+
+- ``result_version``: RESULT_VERSION; ``verdict``: passed, failed, error (or built, from a
+  build-only run); ``error``: why no verdict was reached, else null;
+- ``flags``: ``[{name, blocking, evidence, source?, occurrences?}]``: findings about the
+  candidate. ``source`` is ``judge`` for what the judge established itself and ``runner``
+  for evidence reported by the process that ran the candidate (which can only fail a kernel,
+  never pass it); ``task_flags``: findings about the reference (weak checks);
+- ``trials``: per seed ``{seed, passed, max_abs_err, rel_norm_err, reason, runs}``;
+- ``tolerance``, ``timings`` (``candidate``/``eager``/``compile``: ``median_ms``, ``iqr_ms``,
+  ``n``, ... or ``skipped``), ``speedup`` (``vs_eager``, ``vs_compile``);
+- ``versions`` (harness version and sha256, python, torch, CUDA, driver, GPU, CPU),
+  ``device``, ``kind``, ``seeds``, ``log``, ``checks`` (raw evidence), ``sandbox`` (when run
+  through verifier/sandbox.py).
+"""
+import json
+import math
+import sys
+
+RESULT_VERSION = 2
+HARNESS_VERSION = "2.0.0"
+VERDICTS = ("passed", "failed", "error")
+BUILD_VERDICT = "built"
+MAX_LOG_CHARS = 30000
+
+
+def flag(name, blocking, evidence, **extra):
+    entry = {"name": name, "blocking": bool(blocking), "evidence": evidence}
+    entry.update(extra)
+    return entry
+
+
+def new_document(*, kind=None, device=None):
+    return {"result_version": RESULT_VERSION, "verdict": None, "error": None, "flags": [], "task_flags": [],
+            "trials": [], "tolerance": {}, "timings": {}, "speedup": {}, "versions": {}, "device": device,
+            "kind": kind, "seeds": [], "log": "", "checks": {}}
+
+
+def failure_document(verdict, reason, flag_name=None, *, blocking=True, log="", sandbox=None, device=None,
+                     kind=None):
+    """A document for a run that produced none of its own (crash, timeout, unreadable output)."""
+    doc = new_document(kind=kind, device=device)
+    if flag_name:
+        doc["flags"].append(flag(flag_name, blocking, reason, source="judge"))
+    doc.update(verdict=verdict, error=None if verdict == "failed" else reason, reason=reason,
+               log=(log or "")[-MAX_LOG_CHARS:], versions={"python": sys.version.split()[0]})
+    if sandbox is not None:
+        doc["sandbox"] = sandbox
+    return doc
+
+
+def add_flag(flags, entry):
+    """One entry per flag name: the first evidence is kept, repeats are counted, and a
+    repeat that blocks makes the flag blocking."""
+    for existing in flags:
+        if existing["name"] == entry["name"]:
+            existing["occurrences"] = existing.get("occurrences", 1) + 1
+            existing["blocking"] = existing["blocking"] or entry["blocking"]
+            return
+    flags.append(entry)
+
+
+def decide(doc):
+    """passed only when every trial passed and no blocking flag was raised."""
+    if doc.get("verdict") is not None:
+        return doc["verdict"]
+    blocking = [f for f in doc["flags"] if f["blocking"]]
+    trials = doc["trials"]
+    return "passed" if trials and all(t["passed"] for t in trials) and not blocking else "failed"
+
+
+def finite(obj):
+    """Strict JSON: non-finite floats become null (the accompanying text says why)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def dumps(doc, indent=1):
+    return json.dumps(finite(doc), indent=indent, default=str, allow_nan=False)
+
+
+def loads(text):
+    """Parse a document from untrusted text; raises ValueError when it is not one."""
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or doc.get("verdict") not in VERDICTS + (BUILD_VERDICT,):
+        raise ValueError("not a verification result document (no verdict)")
+    for key in ("flags", "task_flags", "trials"):
+        if not isinstance(doc.get(key, []), list):
+            raise ValueError("%s is not a list" % key)
+    return doc
+
+
+# Readers: the numbers a page, the worker or an export takes from a document.
+
+def _number(value):
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def median_ms(doc, name):
+    entry = (doc.get("timings") or {}).get(name)
+    return _number(entry.get("median_ms")) if isinstance(entry, dict) else None
+
+
+def speedup(doc, name):
+    return _number((doc.get("speedup") or {}).get(name))
+
+
+def max_over_trials(doc, key):
+    values = [_number(t.get(key)) for t in doc.get("trials") or [] if isinstance(t, dict)]
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def all_flags(doc):
+    """Candidate flags, then task flags marked as such."""
+    return list(doc.get("flags") or []) + [dict(f, task_flag=True) for f in doc.get("task_flags") or []]

@@ -1,0 +1,133 @@
+"""The runner: the only process that loads candidate code. Started by the judge as
+``python -m verifier.runner READ_FD WRITE_FD``; it answers the judge's requests over the
+channel (verifier/channel.py) and nothing else.
+
+Start-up, before any candidate code exists in the process: a launcher moves its future
+children into new PID and network namespaces where the host allows it and forks the runner
+proper (so whatever the candidate forks dies with it); the runner imports torch, starts
+the device, confines itself (verifier/confine.py) and reports that confinement in its first
+message. Only then does it load the reference and the candidate.
+"""
+import os
+import sys
+
+
+def _launch(read_fd, write_fd):
+    """Fork the runner proper into fresh namespaces; wait and pass on its exit status."""
+    from verifier import confine
+
+    namespaces = confine.isolate_namespaces()
+    pid = os.fork()
+    if pid == 0:
+        confine.die_with_parent()
+        try:
+            code = _serve(read_fd, write_fd, namespaces)
+        except BaseException:  # the runner itself broke: the judge sees the channel close
+            code = 70
+        os._exit(code)
+    os.close(read_fd)
+    os.close(write_fd)
+    _, status = os.waitpid(pid, 0)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+
+
+def _serve(read_fd, write_fd, namespaces):
+    import traceback
+
+    import torch
+
+    from verifier import confine
+    from verifier.channel import Channel
+    from verifier.runner_session import RunnerSession, candidate_failure_name
+
+    channel = Channel(read_fd, write_fd)
+    header, _ = channel.recv()
+    if header.get("type") != "setup":
+        return 65
+    setup = header["values"]
+    device = setup["device"]
+    if device == "cuda":
+        torch.cuda.init()
+        torch.zeros(1, device="cuda")
+    for folder in (setup["scratch_dir"], setup["build_dir"]):
+        os.makedirs(folder, exist_ok=True)
+    os.environ["TMPDIR"] = setup["scratch_dir"]  # compilers' temporary files stay in writable ground
+    report = dict(namespaces)
+    report.update(confine.confine(writable_dirs=setup["writable_dirs"], protected_pids=setup["protected_pids"]))
+    session = RunnerSession(setup)
+
+    def answer(kind, request_id, tensors=(), **values):
+        values["flags"] = session.flags()
+        channel.send({"type": kind, "id": request_id}, tensors, values=values)
+
+    try:
+        loaded = session.load(build_only=setup.get("build_only", False))
+    except Exception as exc:  # the reference or functional form did not load here either
+        answer("ready", 0, loaded=False, confinement=report, checks=session.checks, log=session.log(),
+               error="%s: %s" % (type(exc).__name__, str(exc)[-2000:]))
+        return 0
+    answer("ready", 0, loaded=loaded, confinement=report, checks=session.checks, log=session.log())
+    while True:
+        header, tensors = channel.recv()
+        kind, rid, values = header["type"], header.get("id"), header.get("values") or {}
+        try:
+            if kind == "trial":
+                gold = _rebuild(values["inputs"], tensors)
+                trial, first, again = session.trial(values["seed"], gold)
+                leaves_a, ta = _flatten(first)
+                leaves_c, tc = _flatten(again)
+                answer("trial", rid, ta + tc, trial=trial, first=leaves_a, again=leaves_c)
+            elif kind == "analyse":
+                session.analyse(values["seeds"])
+                answer("analysed", rid, checks=session.checks)
+            elif kind == "timing_setup":
+                sets = [_rebuild(structure, tensors) for structure in values["sets"]]
+                session.timing_setup(sets, values["weight_seed"], values.get("start_delay_us"))
+                answer("timing_ready", rid)
+            elif kind == "batch":
+                calls = []
+                for index, spec in values["calls"]:
+                    calls.append((index, [(ti, tensors[pi], tensors[vi]) for ti, pi, vi in spec]))
+                answer("batch", rid, **session.time_batch(calls))
+            elif kind == "fetch":
+                leaves, ts = _flatten(session.fetch(values["index"]))
+                answer("fetched", rid, ts, leaves=leaves)
+            elif kind == "ping":
+                answer("pong", rid)
+            elif kind == "finish":
+                answer("finished", rid, checks=session.finish_checks(), log=session.log())
+                return 0
+            else:
+                answer("unknown", rid, error="unknown request %r" % kind)
+        except Exception as exc:
+            message = "%s: %s" % (type(exc).__name__, str(exc)[-2000:])
+            answer("failed", rid, error=message, failure=candidate_failure_name(message),
+                   traceback=traceback.format_exc()[-3000:])
+
+
+def _flatten(leaves):
+    """Output leaves -> (descriptors, tensors): a tensor becomes {"tensor": i}, a plain value
+    stays itself, anything else is described by its type."""
+    described, tensors = [], []
+    for leaf in leaves:
+        if type(leaf) is not bool and hasattr(leaf, "detach") and hasattr(leaf, "dtype"):
+            described.append({"tensor": len(tensors)})
+            tensors.append(leaf.detach().to("cpu"))
+        elif isinstance(leaf, (int, float, str, bool)) or leaf is None:
+            described.append({"value": leaf})
+        else:
+            described.append({"unsupported": type(leaf).__name__})
+    return described, tensors
+
+
+def _rebuild(structure, tensors):
+    return [tensors[item["tensor"]] if "tensor" in item else item.get("value") for item in structure]
+
+
+def main():
+    read_fd, write_fd = int(sys.argv[1]), int(sys.argv[2])
+    _launch(read_fd, write_fd)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,221 @@
+"""The judge's handle on the runner process: start it confined, ask it one thing at a time
+within a deadline, and turn every way it can misbehave (dying, hanging, writing what was not
+asked for, exiting early, leaving processes behind) into a named, blocking flag."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+
+from . import confine
+from .channel import Channel, ChannelClosed, ProtocolError
+from .result import flag
+
+# The candidate is untrusted: its process sees the toolchain and GPU settings, never the
+# caller's credentials (database, Redis, secret key, cloud tokens) or the judge's own files.
+_PASSED_VARIABLES = {"PATH", "HOME", "LANG", "LC_ALL", "USER", "LD_LIBRARY_PATH", "CC", "CXX", "MAX_JOBS"}
+_PASSED_PREFIXES = ("CUDA_", "TORCH_CUDA", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_")
+_SIGNAL_FLAGS = {"SIGSEGV": "segfault", "SIGBUS": "segfault", "SIGABRT": "aborted", "SIGKILL": "killed",
+                 "SIGXCPU": "cpu_time_limit", "SIGFPE": "arithmetic_fault", "SIGILL": "illegal_instruction"}
+LOG_LIMIT = 30000
+_CANDIDATE_FAILURES = {"runtime_error", "out_of_memory", "illegal_memory_access"}
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class RunnerFailure(Exception):
+    """The runner misbehaved or died; carries the flag that says how."""
+
+    def __init__(self, name, evidence):
+        super().__init__(evidence)
+        self.flag = flag(name, True, evidence, source="judge")
+
+
+class CandidateRaised(Exception):
+    """The candidate raised inside the runner (evidence: the runner's own report)."""
+
+    def __init__(self, name, message):
+        super().__init__(message)
+        self.flag = flag(name, True, "the candidate raised: %s" % message[-1500:], source="runner")
+
+
+def protected_pids():
+    """This process and its ancestors: the runner may signal none of them."""
+    pids, pid = [], os.getpid()
+    while pid > 1 and len(pids) < 6:
+        pids.append(pid)
+        try:
+            with open("/proc/%d/stat" % pid) as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
+class RunnerProcess:
+    def __init__(self, *, setup, build_dir, request_timeout_s):
+        self.request_timeout_s = request_timeout_s
+        self.scratch = tempfile.mkdtemp(prefix="kb_runner_")
+        self.setup = dict(setup, scratch_dir=self.scratch, build_dir=build_dir,
+                          writable_dirs=[self.scratch, build_dir], protected_pids=protected_pids())
+        self.proc = None
+        self.channel = None
+        self.next_id = 1
+        self.log_chunks = []
+        self.log_bytes = 0
+        self.last_flags = []
+        self.escaped = []
+        self.finished = False
+
+    # --- life cycle ------------------------------------------------------------------------
+
+    def start(self):
+        judge_read, runner_write = os.pipe()
+        runner_read, judge_write = os.pipe()
+        env = {k: v for k, v in os.environ.items() if k in _PASSED_VARIABLES or k.startswith(_PASSED_PREFIXES)}
+        env.update(PYTHONPATH=PACKAGE_PARENT, PYTHONDONTWRITEBYTECODE="1", TMPDIR=self.scratch,
+                   CUDA_CACHE_PATH=os.path.join(self.scratch, "cuda_cache"), PYTHONUNBUFFERED="1")
+        self.known_children = set(confine.children_of(os.getpid()))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-B", "-m", "verifier.runner", str(runner_read), str(runner_write)],
+            cwd=self.scratch, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            pass_fds=(runner_read, runner_write), start_new_session=True, preexec_fn=confine.die_with_parent)
+        os.close(runner_read)
+        os.close(runner_write)
+        self.channel = Channel(judge_read, judge_write, nonblocking=True)
+        self._log_thread = threading.Thread(target=self._collect_log, daemon=True)
+        self._log_thread.start()
+        self.channel.send({"type": "setup", "id": 0}, values=self.setup, timeout=self.request_timeout_s)
+
+    def _collect_log(self):
+        # The runner's stdout and stderr (compiler output, the candidate's prints): kept, bounded.
+        for chunk in iter(lambda: self.proc.stdout.read1(65536), b""):
+            self.log_chunks.append(chunk)
+            self.log_bytes += len(chunk)
+            while self.log_bytes > 4 * LOG_LIMIT and len(self.log_chunks) > 1:
+                self.log_bytes -= len(self.log_chunks.pop(0))
+
+    def log(self):
+        return b"".join(self.log_chunks).decode("utf-8", "replace")[-LOG_LIMIT:]
+
+    def stop(self):
+        """Ask it to finish if it is still serving, make sure it and everything it started is
+        gone, and report processes that outlived it. Returns (finish answer or None, flags)."""
+        answer, flags = None, []
+        if self.proc is None:
+            return answer, flags
+        if self.proc.poll() is None and not self.finished:
+            try:
+                answer = self.request("finish", expect="finished", timeout=60)
+            except (RunnerFailure, CandidateRaised) as exc:
+                flags.append(exc.flag)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            flags.append(flag("tampering", True, "the runner did not exit within 10 s of its last answer",
+                              source="judge"))
+        self._kill()
+        code = self.proc.returncode
+        if answer is not None and code not in (0, None):
+            flags.append(flag("tampering", True, "the runner exited with status %s after finishing (expected 0)"
+                              % code, source="judge"))
+        if answer is not None and self._drain():
+            flags.append(flag("tampering", True, "the runner wrote to the judge's channel after its last answer",
+                              source="judge"))
+        self.escaped = confine.reap_orphans(known=self.known_children)
+        if self.escaped:
+            flags.append(flag("escaped_process", True, "processes started by the runner outlived it and were "
+                              "killed: %s" % "; ".join(self.escaped), source="judge"))
+        self._log_thread.join(timeout=2)
+        for fd in (self.channel.read_fd, self.channel.write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        subprocess.run(["rm", "-rf", self.scratch], check=False)
+        return answer, flags
+
+    def _kill(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def _drain(self):
+        try:
+            return bool(os.read(self.channel.read_fd, 1 << 16))
+        except (BlockingIOError, OSError):
+            return False
+
+    # --- requests --------------------------------------------------------------------------
+
+    def wait_ready(self):
+        """The runner's first message: confined, candidate loaded (or not), in answer to setup."""
+        return self._answer("setup", 0, "ready", self.request_timeout_s)
+
+    def request(self, kind, values=None, tensors=(), expect=None, timeout=None):
+        """Send one request and read its one answer: (values, tensors)."""
+        timeout = self.request_timeout_s if timeout is None else timeout
+        rid = self.next_id
+        self.next_id += 1
+        try:
+            self.channel.send({"type": kind, "id": rid}, tensors, values=values or {}, timeout=timeout)
+        except TimeoutError:
+            self._kill()
+            raise RunnerFailure("timeout", "the runner did not take request %r within %.0f s (killed)" % (kind, timeout))
+        except ProtocolError as exc:
+            self._kill()
+            raise self._death_or_tampering(kind, exc) from None
+        answer = self._answer(kind, rid, expect, timeout)
+        if kind == "finish":
+            self.finished = True
+        return answer
+
+    def _answer(self, kind, rid, expect, timeout):
+        try:
+            header, out = self.channel.recv(timeout=timeout)
+        except TimeoutError:
+            self._kill()
+            raise RunnerFailure("timeout", "the runner did not answer %r within %.0f s (killed)" % (kind, timeout))
+        except ProtocolError as exc:
+            self._kill()
+            raise self._death_or_tampering(kind, exc) from None
+        answer = header.get("values") if isinstance(header.get("values"), dict) else {}
+        if header.get("id") != rid:
+            self._kill()
+            raise RunnerFailure("tampering", "answer to request %d carried id %r: a message the judge did not ask "
+                                "for" % (rid, header.get("id")))
+        if isinstance(answer.get("flags"), list):
+            self.last_flags = answer["flags"]
+        if header["type"] == "failed":
+            name = answer.get("failure")
+            raise CandidateRaised(name if name in _CANDIDATE_FAILURES else "runtime_error", str(answer.get("error")))
+        if expect and header["type"] != expect:
+            self._kill()
+            raise RunnerFailure("tampering", "asked %r, the runner answered %r" % (kind, header["type"]))
+        return answer, out
+
+    def _death_or_tampering(self, kind, exc):
+        if isinstance(exc, ChannelClosed):
+            try:
+                code = self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
+            if code is not None and code >= 128 or (code is not None and code < 0):
+                number = code - 128 if code >= 128 else -code
+                try:
+                    name = signal.Signals(number).name
+                except ValueError:
+                    name = "signal %d" % number
+                log = self.log().lower()
+                flag_name = _SIGNAL_FLAGS.get(name, "crashed")
+                if "illegal memory access" in log:
+                    flag_name = "illegal_memory_access"
+                return RunnerFailure(flag_name, "the runner died of %s during %r" % (name, kind))
+            return RunnerFailure("tampering", "the runner closed the channel during %r (exit status %s): it exited "
+                                 "before the judge finished with it" % (kind, code))
+        return RunnerFailure("tampering", "the runner's answer to %r broke the protocol: %s" % (kind, exc))

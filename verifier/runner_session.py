@@ -1,0 +1,207 @@
+"""What the runner does for the judge, one request at a time: load the candidate under the
+in-process guards, run the trial protocol on inputs the judge sends, run the probes, time
+batches of calls and hand back outputs. Everything here runs in the process the candidate
+shares, so all it produces is evidence: a flag raised here can fail a kernel (the candidate
+gains nothing by raising one), but only the judge's own checks can pass it.
+"""
+import contextlib
+import copy
+import os
+
+import torch
+
+from . import analysis
+from . import build
+from . import checks
+from . import guard
+from . import inputs as inp
+from . import memory
+from . import timing
+from . import trials as trials_mod
+
+INIT_SEED = 42
+
+
+class NoHold:
+    """The judge holds the device lock for both processes; the runner takes none."""
+
+    def start(self):
+        pass
+
+    def stop(self):
+        pass
+
+    @contextlib.contextmanager
+    def alone(self):
+        yield
+
+    def report(self):
+        return None
+
+
+def instantiate(cls, init_inputs, device):
+    inp.seed_everything(INIT_SEED)
+    model = cls(*copy.deepcopy(init_inputs))
+    return model.to(device).eval() if isinstance(model, torch.nn.Module) else model
+
+
+def copy_matching_state(src_model, dst_model):
+    if not isinstance(dst_model, torch.nn.Module) or not isinstance(src_model, torch.nn.Module):
+        return []
+    src_state, dst_state = src_model.state_dict(), dst_model.state_dict()
+    same = {k: v for k, v in src_state.items() if k in dst_state and dst_state[k].shape == v.shape}
+    dst_model.load_state_dict(same, strict=False)
+    return sorted(same)
+
+
+def candidate_failure_name(message):
+    """The flag for an exception the candidate raised: its cause when we can tell it."""
+    lowered = message.lower()
+    if "out of memory" in lowered or "can't allocate" in lowered or "memoryerror" in lowered:
+        return "out_of_memory"
+    if "illegal memory access" in lowered:
+        return "illegal_memory_access"
+    return "runtime_error"
+
+
+class RunnerSession:
+    def __init__(self, setup):
+        self.setup = setup
+        self.device = setup["device"]
+        self.kind = setup["kind"]
+        self.build_dir = setup["build_dir"]
+        self.source_dir = setup["scratch_dir"]  # module files of this run only
+        tol = dict(setup["tolerance"])
+        self.ctx = trials_mod.Ctx(device=self.device, tol=tol, seeds=[], stage=lambda name: None, task_flags=[],
+                                  ref_mutates=False, param_snapshot={}, param_tensors={}, namespaces=[],
+                                  device_hold=NoHold())
+        self.checks = {}
+        self.trials = []
+        self.timing_sets = []
+        self.batch_outputs = []
+        self.caller = None
+        self.weights = None
+
+    # --- loading -------------------------------------------------------------------------
+
+    def load(self, build_only=False):
+        """Build and load the candidate. Returns (loaded, log)."""
+        ctx, device, setup = self.ctx, self.device, self.setup
+        if device == "cuda":  # an accurate fp32 reference: no TF32 in matmul or cuDNN
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        ctx.settle_s = 0.05 if device == "cuda" else 0.1
+        ctx.poisoner = memory.Poisoner(device, ctx.log)
+        if device == "cpu" and not build_only:
+            self.checks["allocator"] = ctx.poisoner.setup_cpu(self.build_dir)
+        ref_mod = build.module_from_source(setup["reference_src"], "reference", self.source_dir)
+        init_inputs = inp.make_init_inputs(ref_mod)
+        ref_model = instantiate(ref_mod.Model, init_inputs, device)
+        fn_model = None
+        if setup.get("functional_src"):
+            fn_mod = build.module_from_source(setup["functional_src"], "functional", self.source_dir)
+            fn_model = instantiate(fn_mod.Model, init_inputs, device)
+            copy_matching_state(ref_model, fn_model)
+            ctx.namespaces.append(("functional", fn_mod))
+        ctx.ref_mod, ctx.ref_call = ref_mod, (lambda ins: ref_model(*ins))
+        ctx.namespaces += [("reference", ref_mod)] + [(m.__name__, m) for m in (
+            analysis, build, checks, guard, inp, memory, timing, trials_mod)]
+        if not build_only:
+            ctx.size_hints = self._warm_up(ref_model, ref_mod)
+        before = guard.snapshot(ctx.namespaces)
+        if self.kind == "cuda_forward":
+            try:
+                ext, self.checks["build"] = build.build_cuda_forward(setup["candidate_src"], device, self.build_dir,
+                                                                     ctx.log)
+            except build.BuildError as exc:
+                ctx.add_flag(checks.flag("build_failed", True, "the candidate did not build: %s" % str(exc)[-3000:]))
+                return False
+            if fn_model is not None:
+                ctx.cand_call = lambda ins: fn_model(*ins, fn=ext.forward)
+                ctx.param_tensors = dict(fn_model.state_dict(keep_vars=True))
+                ctx.param_snapshot = {k: v.detach().to("cpu", copy=True) for k, v in ctx.param_tensors.items()}
+            else:
+                ctx.cand_call = lambda ins: ext.forward(*ins)
+        else:
+            os.environ["TORCH_EXTENSIONS_DIR"] = build.extension_dir_for_model_new(setup["candidate_src"],
+                                                                                   self.build_dir)
+            try:
+                with build.captured_output(ctx.log):
+                    cand_mod = build.module_from_source(setup["candidate_src"], "candidate", self.source_dir)
+                    cand_model = instantiate(cand_mod.ModelNew, init_inputs, device)
+            except Exception as exc:
+                ctx.add_flag(checks.flag("build_failed", True, "ModelNew failed to import or instantiate: %s: %s"
+                                         % (type(exc).__name__, str(exc)[-3000:])))
+                return False
+            self.checks["state_copied_from_reference"] = copy_matching_state(ref_model, cand_model)
+            ctx.cand_call = lambda ins: cand_model(*ins)
+        changed = guard.changes(before, guard.snapshot(ctx.namespaces))
+        if changed:
+            ctx.add_flag(checks.flag("patched_environment", True, "loading the candidate changed: %s"
+                                     % ", ".join(changed[:12])))
+        ctx.rounded_reference = self._rounded_reference_factory(ref_model)
+        return True
+
+    def _warm_up(self, ref_model, ref_mod):
+        """Start thread pools and the CUDA context before any thread census."""
+        x = torch.ones(1 << 20, device=self.device)
+        (x + 1).sum().item()
+        with torch.no_grad():
+            out = inp.as_output_list(ref_model(*inp.make_inputs(ref_mod, 0, self.device)))
+        self.ctx.sync()
+        return [t.numel() * t.element_size() for t in out if isinstance(t, torch.Tensor)]  # poison these sizes
+
+    def _rounded_reference_factory(self, ref_model):
+        @contextlib.contextmanager
+        def rounded(how):
+            model = copy.deepcopy(ref_model)
+            with torch.no_grad():
+                for t in list(model.parameters()) + list(model.buffers()):
+                    t.copy_(checks.round_to(t, how))
+            yield lambda ins: model(*ins)
+        return rounded
+
+    # --- requests --------------------------------------------------------------------------
+
+    def trial(self, seed, gold):
+        gold = inp.map_tensors(gold, lambda t: t.to(self.device))
+        trial, first, again = trials_mod.run_trial(self.ctx, seed, gold)
+        self.trials.append(trial)
+        return trial, first, again
+
+    def analyse(self, seeds):
+        self.ctx.seeds = list(seeds)
+        doc = {"trials": self.trials, "checks": {}}
+        analysis.analyse(doc, self.ctx)
+        self.checks.update(doc["checks"])
+
+    def timing_setup(self, sets, weight_seed, start_delay_us):
+        self.timing_sets = [inp.map_tensors(s, lambda t: t.to(self.device)) for s in sets]
+        self.weights = timing.FingerprintWeights(weight_seed, self.device)
+        self.caller = timing.TimedCaller(self.device, start_delay_us)
+
+    def time_batch(self, calls):
+        before = guard.snapshot(self.ctx.namespaces)
+        self.batch_outputs = []
+        result = timing.run_batch(self.ctx.cand_call, self.timing_sets, calls, self.caller, self.weights,
+                                  keep=self.batch_outputs)
+        changed = guard.changes(before, guard.snapshot(self.ctx.namespaces))
+        if changed:
+            self.ctx.add_flag(checks.flag("patched_environment", True, "during timing: %s" % ", ".join(changed[:12])))
+        return result
+
+    def fetch(self, index):
+        return self.batch_outputs[index]
+
+    def flags(self):
+        return self.ctx.flags
+
+    def log(self):
+        return "".join(self.ctx.log)[-30000:]
+
+    def finish_checks(self):
+        out = dict(self.checks)
+        if getattr(self.ctx, "poisoner", None) is not None:
+            out["allocator_stats"] = self.ctx.poisoner.stats()
+        out["trials_seen_by_runner"] = self.trials
+        return out
