@@ -37,24 +37,51 @@ def speedup_distribution(histogram: list[dict]) -> dict:
 
 
 def task_speedups(kernels) -> dict:
-    """Claimed speedup vs eager of each correct kernel of a task, best first, with the
-    re-measured speedup beside it where a passed verification exists."""
+    """Claimed speedup vs eager of each claimed-correct kernel of a task, in ranking order, with
+    the re-measured speedup beside it where a trusted verification passed. Bars of kernels left
+    out of the ranking (failed or suspected) are drawn in red: their claims are not to be read
+    as speedups."""
     ranked = [k for k in kernels if k.claimed_correct and _finite(k.claimed_speedup_native) is not None]
     x = [f"#{k.id}" for k in ranked]
-    names = [html.escape(k.name) for k in ranked]
-    data = [{"type": "bar", "name": "claimed", "x": x, "y": [k.claimed_speedup_native for k in ranked],
-             "hovertext": names, "marker": {"color": "#1f77b4"}}]
+    names = [html.escape(k.name) + ("" if getattr(k, "ranked", True) else " (failed or suspected: not ranked)")
+             for k in ranked]
+    colours = ["#1f77b4" if getattr(k, "ranked", True) else "#cf222e" for k in ranked]
+    data = [{"type": "bar", "name": "claimed (red: failed or suspected)", "x": x,
+             "y": [k.claimed_speedup_native for k in ranked], "hovertext": names, "marker": {"color": colours}}]
     remeasured = [(xi, _finite(k.remeasured_speedup_eager), name) for xi, k, name in zip(x, ranked, names)
                   if _finite(k.remeasured_speedup_eager) is not None]
     if remeasured:
         data.append({"type": "scatter", "mode": "markers", "name": "re-measured (passed verification)",
                      "x": [r[0] for r in remeasured], "y": [r[1] for r in remeasured],
-                     "hovertext": [r[2] for r in remeasured], "marker": {"color": "#d62728", "size": 10}})
+                     "hovertext": [r[2] for r in remeasured], "marker": {"color": "#116329", "size": 10}})
     shapes = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
                "line": {"dash": "dot", "color": "#57606a"}}]
     return {"data": data, "layout": _layout(
-        xaxis={"title": {"text": "kernel (best first)"}, "type": "category", "showticklabels": len(x) <= 40},
+        xaxis={"title": {"text": "kernel (ranking order)"}, "type": "category", "showticklabels": len(x) <= 40},
         yaxis={"title": {"text": "speedup vs eager (×)"}}, shapes=shapes)}
+
+
+def claimed_vs_remeasured(points: list[dict]) -> dict:
+    """Scatter of every trusted re-measurement: claimed speedup (x) vs re-measured (y), both vs
+    eager, log axes, the diagonal where they agree. One series per pair of GPUs, named, because
+    a claim from an H100 and a re-measurement on an H200 are not the same experiment."""
+    series: dict[str, list[dict]] = {}
+    for point in points:
+        label = f"claimed on {point['claimed_gpu'] or 'an unstated GPU'}, re-measured on {point['remeasured_gpu'] or '?'}"
+        series.setdefault(label, []).append(point)
+    data = []
+    for index, (label, group) in enumerate(sorted(series.items())):
+        data.append({"type": "scatter", "mode": "markers", "name": label,
+                     "x": [p["claimed"] for p in group], "y": [p["remeasured"] for p in group],
+                     "hovertext": [html.escape(p["name"]) for p in group],
+                     "customdata": [p["url"] for p in group],
+                     "marker": {"size": 9, "color": list(COLOURS.values())[index % len(COLOURS)]}})
+    values = [v for p in points for v in (p["claimed"], p["remeasured"]) if v and v > 0]
+    low, high = (min(values) / 1.5, max(values) * 1.5) if values else (0.01, 10)
+    shapes = [{"type": "line", "x0": low, "x1": high, "y0": low, "y1": high, "line": {"dash": "dot", "color": "#57606a"}}]
+    return {"data": data, "layout": _layout(
+        xaxis={"title": {"text": "claimed speedup vs eager (archive)"}, "type": "log"},
+        yaxis={"title": {"text": "re-measured speedup vs eager (our harness)"}, "type": "log"}, shapes=shapes)}
 
 
 # Utilisation metrics as % of the device's peak, in the order a reader scans them.

@@ -11,13 +11,17 @@ from .techniques import TECHNIQUES
 
 # Sort keys: speedups descending (best first), runtime ascending, task in archive order.
 SORTS = {
-    "speedup_native": "speedup vs eager (torch)",
+    "best": "re-measured speedup where there is one, else claimed",
+    "speedup_native": "claimed speedup vs eager (torch)",
     "speedup_compile": "speedup vs torch.compile",
     "runtime": "kernel runtime (ms)",
     "remeasured_speedup": "re-measured speedup vs eager (verified kernels)",
     "task": "level and task",
 }
-DEFAULT_SORT = "speedup_native"
+# Re-measured numbers outrank claims (kernels/ranking.py).
+DEFAULT_SORT = "best"
+# include=all: failed and suspected kernels are ranked too (they are left out by default).
+INCLUDE_VALUES = {"": False, "ranked": False, "trusted": False, "default": False, "all": True}
 # Spellings of other sites and of the archive's own columns, normalised (lowercase, no
 # separators) to our sort keys.
 _SORT_ALIASES = {
@@ -29,6 +33,7 @@ _SORT_ALIASES = {
     "remeasuredspeedup": "remeasured_speedup", "remeasured": "remeasured_speedup",
     "verifiedspeedup": "remeasured_speedup",
     "task": "task", "taskid": "task", "level": "task", "leveltask": "task",
+    "best": "best", "trusted": "best",
 }
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -52,6 +57,7 @@ class LeaderboardQuery:
     experiment: str = ""
     sort: str = DEFAULT_SORT
     show_kernels: bool = False
+    include_all: bool = False
     page: int = 1
     page_size: int = 50
 
@@ -68,6 +74,7 @@ def parse_leaderboard_query(params, *, default_page_size: int = 50) -> Leaderboa
         "experiment": _text(params, "experiment"),
         "sort": _sort(params.get("sort") or params.get("sort_by") or ""),
         "show_kernels": _flag(params, "show_kernels"),
+        "include_all": _include(params.get("include", "")),
         "page": _positive_int(params, "page", 1),
         "page_size": min(_positive_int(params, "page_size", default_page_size), MAX_PAGE_SIZE),
     }
@@ -96,6 +103,13 @@ def _flag(params, *names: str) -> bool:
             return False
         raise InvalidQuery(f"{name} must be 1 or 0 (true/false), not {raw[:40]!r}")
     return False
+
+
+def _include(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in INCLUDE_VALUES:
+        raise InvalidQuery(f"include must be 'all' (failed and suspected kernels ranked too) or empty, not {raw[:40]!r}")
+    return INCLUDE_VALUES[value]
 
 
 def _text(params, name: str) -> str:

@@ -6,6 +6,8 @@ from .charts import speed_of_light
 from .diffing import code_diff
 from .highlight import kernel_source_html, python_source_html
 from .models import Profile
+from .ranking import excluded_reason
+from .verification_views import kernel_findings, latest_trusted, verifications_by_gpu
 from .profile_tables import clang_tidy_groups, ncu_metric_values, ncu_sections, torch_profile_rows
 
 PROFILE_ORDER = {Profile.Kind.NCU: 0, Profile.Kind.TORCH: 1, Profile.Kind.CLANG_TIDY: 2}
@@ -14,12 +16,14 @@ PROFILE_ORDER = {Profile.Kind.NCU: 0, Profile.Kind.TORCH: 1, Profile.Kind.CLANG_
 def kernel_page_context(kernel_id: int) -> dict:
     kernel = selectors.kernel_with_task(kernel_id)
     verifications = list(selectors.kernel_verifications(kernel.id))
+    # Best by kernels/ranking.py: never a failed or suspected kernel; "claimed" when no kernel
+    # of the task has passed a trusted verification.
     best = selectors.best_kernel_of_task(kernel.task_id)
     diffs = []
     if best is not None and best.id != kernel.id:
         diffs.append(code_diff(old_code=best.code, new_code=kernel.code, old_label=f"best kernel #{best.id}",
-                               new_label=f"this kernel #{kernel.id}", against="the task's best kernel",
-                               other_kernel_id=best.id))
+                               new_label=f"this kernel #{kernel.id}",
+                               against=f"the task's best kernel ({best.basis})", other_kernel_id=best.id))
     if kernel.parent is not None:
         diffs.append(code_diff(old_code=kernel.parent.code, new_code=kernel.code,
                                old_label=f"parent #{kernel.parent.id}", new_label=f"this kernel #{kernel.id}",
@@ -34,6 +38,9 @@ def kernel_page_context(kernel_id: int) -> dict:
         "profiles": [_profile_view(p) for p in sorted(kernel.profiles.all(),
                                                       key=lambda p: (PROFILE_ORDER.get(p.kind, 9), p.origin))],
         "verifications": verifications,
+        "verifications_by_gpu": verifications_by_gpu(verifications),
+        "findings": kernel_findings(kernel, latest_trusted(verifications, kernel)),
+        "excluded_reason": excluded_reason(kernel),
         "related": related_kernels(kernel.id),
         "verified": kernel.verified,
         # The run the kernel's verified state comes from, and a run still in progress.

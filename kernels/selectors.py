@@ -10,10 +10,11 @@ import math
 
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
-from django.db.models import Case, Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum, When
+from django.db.models import Case, Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum, Value, When
 from django.db.models.functions import Coalesce, Floor, Ln
 from django.shortcuts import get_object_or_404
 
+from . import ranking
 from .filters import LeaderboardQuery
 from .models import Kernel, Task, Verification
 
@@ -24,7 +25,8 @@ KERNEL_LIST_FIELDS = (
     "claimed_runtime_ms", "claimed_native_runtime_ms", "claimed_compile_runtime_ms",
     "claimed_speedup_native", "claimed_speedup_compile", "claimed_correct", "claimed_max_diff",
     "verified", "remeasured_runtime_ms", "remeasured_speedup_eager", "remeasured_speedup_compile",
-    "task__id", "task__level", "task__task_number", "task__op_name",
+    "remeasured_gpu", "verdict", "verdict_flags", "suspected", "screening_flags",
+    "task__id", "task__flags", "task__level", "task__task_number", "task__op_name",
 )
 SORT_METRIC_FIELDS = {
     "speedup_native": "claimed_speedup_native", "speedup_compile": "claimed_speedup_compile",
@@ -43,6 +45,7 @@ LIST_ORDER = {
     "runtime": (F("claimed_runtime_ms").asc(nulls_last=True), "id"),
     "remeasured_speedup": (F("remeasured_speedup_eager").desc(nulls_last=True), "id"),
     "task": ("task__level", "task__task_number", F("claimed_speedup_native").desc(nulls_last=True), "id"),
+    "best": ranking.BEST_ORDER,
 }
 BINS_PER_OCTAVE = 4  # speedup histogram: quarter-octave bins
 HARDWARE_CACHE_KEY = "kernels:hardware_names"
@@ -75,6 +78,8 @@ def filter_kernels(queryset, query: LeaderboardQuery, *, with_task_filters: bool
         queryset = queryset.filter(technique_tags__contains=f",{query.technique},")
     if query.experiment:
         queryset = queryset.filter(experiment=query.experiment)
+    if not query.include_all:
+        queryset = ranking.ranked_only(queryset)
     return queryset
 
 
@@ -94,7 +99,7 @@ def leaderboard_page(query: LeaderboardQuery) -> Page:
     kernel's count (a scan of up to the whole table) and each task's best kernel (a
     subquery per task); the best-per-task view counts the ids it read, never COUNT(*)."""
     filters = (query.level, query.op_name, query.correct_only, query.verified_only, query.hardware,
-               query.technique, query.experiment)
+               query.technique, query.experiment, query.include_all)
     if query.show_kernels:
         kernels = filter_kernels(Kernel.objects.all(), query)
         count = _kept_per_archive_version("count", filters, kernels.count)
@@ -119,17 +124,25 @@ def best_kernel_ids(query: LeaderboardQuery) -> list[int]:
     """Each matching task's best matching kernel, as ids: one query over the tasks, read
     once so that the page and its count do not both repeat the per-task subqueries.
 
-    The best correct kernel is looked up among correct kernels with the metric set, an
-    index range scan on (task, claimed_correct, metric); only tasks without one fall back
-    to their best kernel of any kind (COALESCE evaluates the fallback lazily)."""
+    Default sort ("best", kernels/ranking.py): the best verified-passed kernel by re-measured
+    speedup, else the best claimed-correct kernel that is neither failed nor suspected. Other
+    sorts: the best correct kernel by that metric, an index range scan on (task,
+    claimed_correct, metric). Only tasks without one fall back to their best kernel of any
+    kind (COALESCE evaluates the fallback lazily); failed and suspected kernels are never
+    picked unless the query includes them (include=all)."""
     metric = "speedup_native" if query.sort == "task" else query.sort
     matching = filter_kernels(Kernel.objects.filter(task=OuterRef("pk")), query, with_task_filters=False)
-    # Ranking by re-measured numbers: "correct" means verified by our harness, not claimed.
-    trusted = {"verified": True} if metric == "remeasured_speedup" else {"claimed_correct": True}
-    best_correct = matching.filter(**trusted, **{f"{SORT_METRIC_FIELDS[metric]}__isnull": False})
-    best = Subquery(best_correct.order_by(*NON_NULL_ORDER[metric]).values("id")[:1])
+    if metric == "best":
+        best = Coalesce(Subquery(ranking.best_verified(matching).values("id")[:1]),
+                        Subquery(ranking.best_claimed(matching).values("id")[:1]))
+    else:
+        # Ranking by re-measured numbers: "correct" means verified by our harness, not claimed.
+        trusted = {"verified": True} if metric == "remeasured_speedup" else {"claimed_correct": True}
+        best_correct = matching.filter(**trusted, **{f"{SORT_METRIC_FIELDS[metric]}__isnull": False})
+        best = Subquery(best_correct.order_by(*NON_NULL_ORDER[metric]).values("id")[:1])
     if not query.correct_only:
-        best_any = Subquery(matching.order_by("-claimed_correct", *LIST_ORDER[metric]).values("id")[:1])
+        fallback = "speedup_native" if metric == "best" else metric
+        best_any = Subquery(matching.order_by("-claimed_correct", *LIST_ORDER[fallback]).values("id")[:1])
         best = Coalesce(best, best_any)
     tasks = Task.objects.all()
     if query.level:
@@ -165,10 +178,11 @@ def tasks_with_counts():
     page only, each an index scan on (task, claimed_correct, claimed_speedup_native)."""
     of_task = Kernel.objects.filter(task=OuterRef("pk")).order_by().values("task")
     correct = of_task.filter(claimed_correct=True)
+    ranked_correct = ranking.ranked_only(correct)
     return Task.objects.defer("reference_code", "functional_code").annotate(
         kernel_count=Coalesce(Subquery(of_task.annotate(n=Count("id")).values("n")), 0),
         correct_count=Coalesce(Subquery(correct.annotate(n=Count("id")).values("n")), 0),
-        best_speedup_native=Subquery(correct.annotate(best=Max("claimed_speedup_native")).values("best")),
+        best_speedup_native=Subquery(ranked_correct.annotate(best=Max("claimed_speedup_native")).values("best")),
     ).order_by("level", "task_number")
 
 
@@ -176,11 +190,14 @@ def task_by_number(level: int, task_number: int) -> Task:
     return get_object_or_404(Task, level=level, task_number=task_number)
 
 
-def task_kernels_ranked(task: Task):
-    """Every kernel of a task: correct ones first, then by claimed speedup vs eager."""
-    return kernel_list_rows(Kernel.objects.filter(task=task)).order_by(
-        "-claimed_correct", *LIST_ORDER["speedup_native"]
-    )
+def task_kernels_ranked(task: Task, *, include_all: bool = False):
+    """Every kernel of a task, annotated `ranked`: the ranked ones first (verified by
+    re-measured speedup, then claimed), then the failed and suspected ones, which are ranked
+    among the others only with include_all."""
+    kernels = kernel_list_rows(Kernel.objects.filter(task=task))
+    if include_all:
+        return kernels.annotate(ranked=Value(True)).order_by(*ranking.BEST_ORDER)
+    return ranking.with_ranked_flag(kernels).order_by(F("ranked").desc(), *ranking.BEST_ORDER)
 
 
 def kernel_with_task(kernel_id: int) -> Kernel:
@@ -200,12 +217,18 @@ def kernel_code_only(kernel_id: int) -> Kernel:
 
 
 def best_kernel_of_task(task_id: int) -> Kernel | None:
-    """The task's best correct kernel by claimed speedup vs eager (with its code), if any."""
-    return (
-        Kernel.objects.filter(task_id=task_id, claimed_correct=True, claimed_speedup_native__isnull=False)
-        .only("id", "name", "code", "claimed_speedup_native")
-        .order_by(*NON_NULL_ORDER["speedup_native"]).first()
-    )
+    """The task's best kernel (kernels/ranking.py), with its code, or None. `basis` says what
+    it is best by: "re-measured" (verified-passed) or "claimed" (claimed correct, unsuspected)."""
+    fields = ("id", "name", "code", "claimed_speedup_native", "remeasured_speedup_eager", "remeasured_gpu", "hardware")
+    kernels = Kernel.objects.filter(task_id=task_id).only(*fields)
+    best = ranking.best_verified(kernels).first()
+    if best is not None:
+        best.basis = "re-measured"
+        return best
+    best = ranking.best_claimed(kernels).first()
+    if best is not None:
+        best.basis = "claimed"
+    return best
 
 
 def kernel_verifications(kernel_id: int):
@@ -213,15 +236,19 @@ def kernel_verifications(kernel_id: int):
 
 
 def top_kernels(limit: int = 10):
-    correct = Kernel.objects.filter(claimed_correct=True, claimed_speedup_native__isnull=False)
-    return kernel_list_rows(correct).order_by(*NON_NULL_ORDER["speedup_native"])[:limit]
+    """The archive's best kernels by the default ranking: verified ones by re-measured speedup,
+    then claimed-correct ones by claim; never a failed or suspected kernel."""
+    candidates = Kernel.objects.filter(Q(verified=True, remeasured_speedup_eager__isnull=False)
+                                       | Q(claimed_correct=True, claimed_speedup_native__isnull=False))
+    return kernel_list_rows(ranking.ranked_only(candidates)).order_by(*ranking.BEST_ORDER)[:limit]
 
 
 def newest_verifications(limit: int = 10):
     return (
         Verification.objects.select_related("kernel__task")
         .only("id", "status", "gpu_name", "speedup_eager", "speedup_compile", "flags", "created_at", "finished_at",
-              "kernel__id", "kernel__name", "kernel__task__level", "kernel__task__task_number")
+              "origin", "verifier_name", "harness_version", "kernel__id", "kernel__name", "kernel__task__level",
+              "kernel__task__task_number")
         .order_by("-created_at", "-id")[:limit]
     )
 

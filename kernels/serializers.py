@@ -4,6 +4,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import Kernel, Profile, Task, Verification
+from .ranking import excluded_reason
+from .verdicts import decode_names, failure_kind
 
 
 class TaskRefSerializer(serializers.Serializer):
@@ -34,15 +36,35 @@ class KernelListSerializer(serializers.ModelSerializer):
     remeasured_speedup_compile = serializers.FloatField(
         allow_null=True, help_text="speedup vs torch.compile re-measured by that verification (null unless verified)")
     remeasured_runtime_ms = serializers.FloatField(allow_null=True, help_text="re-measured runtime (ms)")
+    remeasured_gpu = serializers.CharField(help_text="GPU the re-measured numbers come from ('' unless verified)")
+    hardware = serializers.CharField(help_text="GPU the archive's claims were measured on, as the archive says")
+    verdict = serializers.CharField(help_text="latest trusted verification: passed, failed, error, or '' (none)")
+    verdict_flags = serializers.SerializerMethodField(help_text="blocking flags of that verification")
+    failure_kind = serializers.SerializerMethodField(
+        help_text="why it failed, in one word: cheat, library (a library call does the heavy work) or wrong; '' if not failed")
+    suspected = serializers.BooleanField(help_text="screening at import found reasons to suspect it (see screening_flags)")
+    screening_flags = serializers.JSONField(help_text="suspected_* flags with evidence (kernels/screening.py)")
+    ranked = serializers.SerializerMethodField(
+        help_text="false when failed or suspected: rankings leave it out unless include=all")
 
     class Meta:
         model = Kernel
         fields = ["id", "url", "name", "kind", "task", "source_archive", "experiment", "hardware", "parent_id",
-                  "techniques", "claimed", "verified", "remeasured_speedup_eager", "remeasured_speedup_compile",
-                  "remeasured_runtime_ms"]
+                  "techniques", "claimed", "verified", "verdict", "verdict_flags", "failure_kind", "suspected",
+                  "screening_flags", "ranked", "remeasured_speedup_eager", "remeasured_speedup_compile",
+                  "remeasured_runtime_ms", "remeasured_gpu"]
 
     def get_url(self, kernel) -> str:
         return reverse("kernel_detail", args=[kernel.id])
+
+    def get_verdict_flags(self, kernel) -> list[str]:
+        return decode_names(kernel.verdict_flags)
+
+    def get_failure_kind(self, kernel) -> str:
+        return failure_kind(kernel.verdict, decode_names(kernel.verdict_flags)) if kernel.verdict == "failed" else ""
+
+    def get_ranked(self, kernel) -> bool:
+        return not excluded_reason(kernel)
 
 
 class ProfileSerializer(serializers.ModelSerializer):
@@ -68,7 +90,8 @@ class TaskSerializer(serializers.ModelSerializer):
     kernel_count = serializers.IntegerField()
     correct_count = serializers.IntegerField()
     best_speedup_eager = serializers.FloatField(source="best_speedup_native", allow_null=True,
-                                                help_text="best claimed speedup vs eager among correct kernels")
+                                                help_text="best claimed speedup vs eager among correct kernels "
+                                                          "that are neither failed nor suspected")
 
     class Meta:
         model = Task
@@ -96,7 +119,7 @@ class VerificationSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Verification
-        fields = ["id", "kernel_id", "status", "gpu_name", "versions", "harness_version", "seeds", "trials",
+        fields = ["id", "kernel_id", "status", "origin", "verifier_name", "verifier_key_id", "gpu_name", "versions", "harness_version", "seeds", "trials",
                   "tolerance", "max_abs_error", "max_rel_error", "timings", "runtime_ms", "eager_runtime_ms",
                   "compile_runtime_ms", "speedup_eager", "speedup_compile", "flags", "has_blocking_flag",
                   "bundle_sha256", "log", "phases", "created_at", "started_at", "finished_at"]

@@ -10,6 +10,7 @@ from .highlight import python_source_html
 from .kernel_page import kernel_page_context
 from .models import Kernel
 from .page_cache import cached_for_anonymous
+from .ranking import best_of_ranked
 from .techniques import TECHNIQUES
 
 
@@ -42,10 +43,18 @@ def leaderboard(request):
 
 
 def task_detail(request, level: int, task_number: int):
+    try:
+        include_all = parse_leaderboard_query(request.GET).include_all
+    except InvalidQuery as problem:
+        return _bad_request(request, problem)
     task = selectors.task_by_number(level, task_number)
-    kernels = list(selectors.task_kernels_ranked(task))
+    kernels = list(selectors.task_kernels_ranked(task, include_all=include_all))
     return render(request, "kernels/task_detail.html", {
-        "task": task, "kernels": kernels, "speedup_chart": task_speedups(kernels),
+        "task": task, "include_all": include_all, "kernel_count": len(kernels),
+        "ranked": [kernel for kernel in kernels if kernel.ranked],
+        "not_ranked": [kernel for kernel in kernels if not kernel.ranked],
+        "best_kernel": best_of_ranked(kernels),
+        "speedup_chart": task_speedups(kernels),
         "reference_html": python_source_html(task.reference_code),
         "functional_html": python_source_html(task.functional_code, "F") if task.functional_code else "",
     })

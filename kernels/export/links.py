@@ -23,6 +23,7 @@ FILTER_PARAMS = {
     "technique": ("technique",),
     "hardware": ("hardware",),
     "experiment": ("experiment",),
+    "include": ("include",),
 }
 _LEVEL_SPELLING = re.compile(r"^level[_ ]?(\d+)$", re.I)
 

@@ -26,6 +26,9 @@ class ExportFilters:
     technique: str = ""  # a tag of kernels.techniques.TECHNIQUES
     hardware: str = ""  # the GPU the claims were measured on, exactly
     experiment: str = ""  # the source archive's experiment, exactly
+    # Kernels that failed verification or that screening suspects are left out, as on every
+    # page (kernels/ranking.py), unless asked for.
+    include_all: bool = False
 
     def __post_init__(self):
         if self.technique and self.technique not in TECHNIQUES:
@@ -50,6 +53,8 @@ class ExportFilters:
             words.append(f"claims measured on {self.hardware!r}")
         if self.experiment:
             words.append(f"kernels of the experiment {self.experiment!r}")
+        if not self.include_all:
+            words.append("kernels that failed re-verification or that screening suspects left out")
         return words
 
 
@@ -62,7 +67,7 @@ def kernels_for_export(filters: ExportFilters, *, level: int | None = None) -> Q
     query = LeaderboardQuery(
         level=filters.level, correct_only=filters.correct_only, verified_only=filters.verified_only,
         hardware=filters.hardware, op_name=filters.op_name_contains, technique=filters.technique,
-        experiment=filters.experiment,
+        experiment=filters.experiment, include_all=filters.include_all,
     )
     return filter_kernels(kernels, query).order_by("task__level", "task__task_number", "id")
 

@@ -58,7 +58,7 @@ def test_bad_api_parameters_are_400_with_the_reason(client, archive):
     response = client.get("/api/kernels/?level=three")
     assert response.status_code == 400
     assert "level must be a level number" in response.json()["detail"]
-    assert client.get("/api/leaderboard/?sort=best").status_code == 400
+    assert client.get("/api/leaderboard/?sort=fastest").status_code == 400
 
 
 def test_leaderboard_one_row_per_task_or_every_kernel(client, archive):
