@@ -111,6 +111,11 @@ def archive_import_file(
         if batch:
             kernel_ingest_batch(records=batch, source_archive=summary.source_archive,
                                 summary=summary, task_cache=task_cache)
+        # Screen the new kernels (static scan, profiles) inside the same transaction: a kernel is
+        # never visible unscreened, so never ranked before its suspicions are known.
+        from .screening_services import kernel_screening_refresh
+
+        kernel_screening_refresh(kernel_ids=summary.added_kernel_ids)
         # Embed and index the new kernels in the worker once this file's transaction commits.
         from search.services import queue_index_update  # here: search loads FAISS
 
