@@ -31,10 +31,11 @@ def archive_changed() -> None:
 
 def _new_version() -> str:
     from .selectors import HARDWARE_CACHE_KEY, LEVELS_CACHE_KEY, OVERVIEW_CACHE_KEY
+    from .trust_selectors import TRUST_CACHE_KEY
 
     version = uuid.uuid4().hex
     cache.set(VERSION_KEY, version, None)
-    cache.delete_many([HARDWARE_CACHE_KEY, LEVELS_CACHE_KEY, OVERVIEW_CACHE_KEY])
+    cache.delete_many([HARDWARE_CACHE_KEY, LEVELS_CACHE_KEY, OVERVIEW_CACHE_KEY, TRUST_CACHE_KEY])
     return version
 
 

@@ -3,7 +3,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from . import selectors
-from .charts import speedup_distribution, task_speedups
+from .charts import claimed_vs_remeasured, speedup_distribution, task_speedups
 from .export.links import download_links
 from .filters import SORTS, InvalidQuery, parse_leaderboard_query
 from .highlight import python_source_html
@@ -12,6 +12,7 @@ from .models import Kernel
 from .page_cache import cached_for_anonymous
 from .ranking import best_of_ranked
 from .techniques import TECHNIQUES
+from .trust_selectors import claimed_vs_remeasured_points, trust_overview
 
 
 def _bad_request(request, problem: InvalidQuery):
@@ -22,6 +23,8 @@ def home(request):
     overview = selectors.archive_overview()
     return render(request, "kernels/home.html", {
         "overview": overview,
+        "trust": trust_overview(),
+        "scatter_chart": claimed_vs_remeasured(claimed_vs_remeasured_points()),
         "top_kernels": selectors.top_kernels(),
         "newest_verifications": selectors.newest_verifications(),
         "speedup_chart": speedup_distribution(overview["histogram"]),

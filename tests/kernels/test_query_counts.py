@@ -17,7 +17,7 @@ LARGE = {"tasks": 10, "kernels_per_task": 5}  # 50 kernels
 # counts, one grouped pass, top kernels, newest verifications; kernel page: kernel+task+parent,
 # profiles, verifications, best kernel.
 PAGES = {
-    "/": 5,
+    "/": 9,  # + the trust numbers (totals, failures by flag, suspicions) and the claimed-vs-re-measured points
     "/leaderboard/": 4,
     "/leaderboard/?show_kernels=1": 4,
     "/leaderboard/?show_kernels=1&correct_only=1&verified_only=1&technique=shared_memory_tiling&sort=runtime": 4,
