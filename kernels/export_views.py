@@ -34,9 +34,10 @@ class ExportQuerySerializer(serializers.Serializer):
     experiment = serializers.CharField(required=False, default="", allow_blank=True, max_length=255)
     archive_compatible = serializers.BooleanField(
         default=False, help_text="only the published archive's 19 columns")
-    include = serializers.ChoiceField(choices=["", "all"], required=False, default="", allow_blank=True,
-                                      help_text="all: kernels that failed verification or are suspected too "
-                                                "(left out by default, as on the leaderboard)")
+    include = serializers.ChoiceField(
+        choices=["", "all", "ranked"], required=False, default="", allow_blank=True,
+        help_text="ranked: only kernels the leaderboard ranks (not failed, not suspected), as its download links "
+                  "ask; empty or all: every kernel")
 
 
 class _FileFormatIsNotARenderer(DefaultContentNegotiation):
@@ -63,7 +64,7 @@ class ExportDownloadView(APIView):
         filters = ExportFilters(
             level=params.get("level"), correct_only=params["correct_only"], verified_only=params["verified_only"],
             op_name_contains=params["q"].strip(), technique=params["technique"], hardware=params["hardware"],
-            experiment=params["experiment"], include_all=params["include"] == "all",
+            experiment=params["experiment"], ranked_only=params["include"] == "ranked",
         )
         file_format = params["format"]
         batches = archive_row_batches(kernels_for_export(filters), archive_compatible=params["archive_compatible"])

@@ -41,7 +41,8 @@ def leaderboard(request):
     return render(request, "kernels/leaderboard.html", {
         "query": query, "page": page, "sorts": SORTS, "techniques": TECHNIQUES,
         "levels": selectors.task_levels(), "hardware_names": selectors.hardware_names(), "rank_offset": page.start_index() - 1,
-        "export_links": download_links(request.GET),
+        # The downloads hold the rows the page ranks: failed and suspected kernels only with include=all.
+        "export_links": download_links({**request.GET.dict(), "include": "all" if query.include_all else "ranked"}),
     })
 
 

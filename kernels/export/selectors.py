@@ -26,9 +26,11 @@ class ExportFilters:
     technique: str = ""  # a tag of kernels.techniques.TECHNIQUES
     hardware: str = ""  # the GPU the claims were measured on, exactly
     experiment: str = ""  # the source archive's experiment, exactly
-    # Kernels that failed verification or that screening suspects are left out, as on every
-    # page (kernels/ranking.py), unless asked for.
-    include_all: bool = False
+    # The leaderboard's rule (kernels/ranking.py): leave out kernels that failed verification or
+    # that screening suspects. Off by default: an export of the archive is the whole archive
+    # (export, import elsewhere, same archive); a page's download links turn it on, so they
+    # download the rows the page ranks.
+    ranked_only: bool = False
 
     def __post_init__(self):
         if self.technique and self.technique not in TECHNIQUES:
@@ -53,7 +55,7 @@ class ExportFilters:
             words.append(f"claims measured on {self.hardware!r}")
         if self.experiment:
             words.append(f"kernels of the experiment {self.experiment!r}")
-        if not self.include_all:
+        if self.ranked_only:
             words.append("kernels that failed re-verification or that screening suspects left out")
         return words
 
@@ -67,7 +69,7 @@ def kernels_for_export(filters: ExportFilters, *, level: int | None = None) -> Q
     query = LeaderboardQuery(
         level=filters.level, correct_only=filters.correct_only, verified_only=filters.verified_only,
         hardware=filters.hardware, op_name=filters.op_name_contains, technique=filters.technique,
-        experiment=filters.experiment, include_all=filters.include_all,
+        experiment=filters.experiment, include_all=not filters.ranked_only,
     )
     return filter_kernels(kernels, query).order_by("task__level", "task__task_number", "id")
 

@@ -114,9 +114,14 @@ def test_leaderboard_says_which_gpu_each_number_is_from(demo, client):
     assert "(NVIDIA H200 / NVIDIA H100)" in scalar  # the ratio says it compares two GPUs
 
 
-def test_exports_leave_out_failed_kernels_unless_asked(demo):
+def test_exports_follow_the_ranking_rule_when_asked_and_the_pages_links_ask(demo, client):
     def names(filters):
         return {row["Kernel_Name"] for rows in archive_row_batches(kernels_for_export(filters),
                                                                     archive_compatible=True) for row in rows}
-    assert not CHEATS & names(ExportFilters())
-    assert CHEATS <= names(ExportFilters(include_all=True))
+    assert not CHEATS & names(ExportFilters(ranked_only=True))
+    assert CHEATS <= names(ExportFilters())  # a dump of the archive is the whole archive
+    links = client.get("/leaderboard/?show_kernels=1").context["export_links"]
+    assert "include=ranked" in links["JSONL"]
+    body = b"".join(client.get(links["JSONL"]).streaming_content).decode()
+    assert "relu_float4_grid_stride" in body and not any(name in body for name in CHEATS)
+    assert "include=all" in client.get("/leaderboard/?show_kernels=1&include=all").context["export_links"]["JSONL"]

@@ -27,19 +27,19 @@ class Command(BaseCommand):
                             help="only the published archive's 19 columns, none of this site's")
         parser.add_argument("--push-to-hub", metavar="REPO", default=None,
                             help="then upload OUT to this HuggingFace dataset repository (needs HF_TOKEN)")
-        parser.add_argument("--include-all", action="store_true",
-                            help="also kernels that failed re-verification or that screening suspects (left out by default)")
+        parser.add_argument("--ranked-only", action="store_true",
+                            help="leave out kernels that failed re-verification or that screening suspects, as rankings do")
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, out: Path, format: str, level, correct_only, verified_only, archive_compatible,
-               push_to_hub, no_progress, include_all=False, **options):
+               push_to_hub, no_progress, ranked_only=False, **options):
         # Fail before the export, not after it, when the upload cannot happen.
         if push_to_hub and not hub_token():
             raise CommandError("--push-to-hub needs a HuggingFace token: set HF_TOKEN (write access) "
                                "or run `hf auth login`; nothing was exported")
         try:
             filters = ExportFilters(level=level, correct_only=correct_only, verified_only=verified_only,
-                                    include_all=include_all)
+                                    ranked_only=ranked_only)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         bar = tqdm(total=export_kernel_count(filters), unit="kernel", desc=f"exporting to {out}",
