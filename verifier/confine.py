@@ -36,6 +36,8 @@ PR_SET_NO_NEW_PRIVS = 38
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
 
 _ARCH = platform.machine()
 # Syscall numbers and the seccomp audit arch of the two architectures we run on.
@@ -144,12 +146,28 @@ def reap_orphans(known=()):
 # --- the runner ---------------------------------------------------------------------------
 
 def isolate_namespaces():
-    """New PID and network namespaces for this process's future children (call before the
-    launcher forks the runner proper)."""
+    """New PID (with its own mount namespace) and network namespaces for this process's future
+    children: call in the launcher before it forks the runner proper, which then calls
+    ``mount_own_proc``."""
     report = {}
-    _attempt(report, "pid_namespace", lambda: _unshare(CLONE_NEWPID))
+    _attempt(report, "pid_namespace", lambda: _unshare(CLONE_NEWPID | CLONE_NEWNS))
     _attempt(report, "network_namespace", lambda: _unshare(CLONE_NEWNET))
     return report
+
+
+def mount_own_proc(report):
+    """In the runner proper (PID 1 of its namespace): a /proc of its own namespace. CUDA fails
+    in a PID namespace that still sees the host's /proc (error 304 on the H200 host), and with
+    its own /proc the runner cannot even list the judge's process."""
+    if report.get("pid_namespace") is not True:
+        return
+    try:
+        if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0 or \
+                _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+        report["own_proc"] = True
+    except OSError as exc:
+        report["own_proc"] = "not enforced: %s" % exc
 
 
 def _unshare(flags):

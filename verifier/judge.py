@@ -26,6 +26,7 @@ import linecache
 import os
 import secrets
 import sys
+import time
 import traceback
 
 import torch
@@ -54,10 +55,17 @@ class HarnessError(Exception):
     """Verdict 'error': the judge could not judge (bad reference, no GPU, missing form)."""
 
 
-def _stage_writer():
+def _stage_writer(phases):
+    """Records each step's start (the sandbox reads the file to tell whose fault a crash was)
+    and the seconds each step took (``checks.phases``)."""
     path = os.environ.get("HARNESS_STAGE_FILE")
+    last = {"name": None, "t": time.monotonic()}
 
     def stage(name):
+        now = time.monotonic()
+        if last["name"]:
+            phases[last["name"]] = round(phases.get(last["name"], 0.0) + now - last["t"], 3)
+        last.update(name=name, t=now)
         if path:
             try:
                 with open(path, "w") as fh:
@@ -97,7 +105,9 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
     tol["elementwise"] = "|out - ref| <= abs * (1 + |ref|) for every element"
     tol["rel_definition"] = "||out - ref|| / ||ref|| <= rel"
     doc["tolerance"] = tol
-    stage = _stage_writer()
+    doc["checks"]["phases"] = {}
+    stage = _stage_writer(doc["checks"]["phases"])
+    stage("judge_start")
     doc["checks"]["confinement"] = confine.harden_judge()
     hold = device_lock.ProcessHold.from_environment(device)
     job = _Job(doc, stage, tol, device, kind)
@@ -114,6 +124,7 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
         doc["verdict"], doc["error"] = "error", "%s: %s\n%s" % (type(exc).__name__, exc,
                                                                traceback.format_exc()[-3000:])
     finally:
+        stage("runner_end")
         job.end_runner()
         hold.stop()
     if hold.report():
@@ -225,18 +236,19 @@ class _Job:
         const = checks.constant_output(checks.stack_samples(cand_samples), ref_stack)
         if const:
             self.add(const)
+        self.stage("runner_probes")
         self.runner.request("analyse", {"seeds": doc["seeds"]}, expect="analysed")
         if not time_it:
             doc["timings"] = {"skipped": "timing disabled (--no-timing)"}
         elif self.blocked() or failed:
             doc["timings"] = {"skipped": "not timed: the candidate failed correctness or raised a blocking flag"}
         else:
-            self.stage("timing")
+            self.stage("timing_setup")
             budget = timing_budget_s if timing_budget_s is not None else (10.0 if device == "cuda" else 3.0)
             timings, speedup, info, tflags, sets = judge_timing.time_candidate(
                 runner=self.runner, ref_model=ref_model, ref_mod=ref_mod, device=device, tol=self.tol,
                 seed_count_sets=4, budget_s=budget, compile_baseline=compile_baseline, rse_target=rse_target,
-                start_delay_us=start_delay_us, hold=hold)
+                start_delay_us=start_delay_us, hold=hold, stage=self.stage)
             doc["timings"], doc["speedup"], doc["checks"]["timing"] = timings, speedup, info
             for f in tflags:
                 self.add(f)

@@ -20,13 +20,16 @@ loaded. For each batch:
   fingerprint time) shows here.
 """
 import math
+import os
 import secrets
+import threading
 import time
 
 import torch
 
 from . import inputs as inp
 from . import timing
+from .channel import Channel
 from .checks import compare
 from .result import flag
 
@@ -34,8 +37,9 @@ _perf = time.perf_counter
 PERTURBED_ELEMENTS = 16
 FINGERPRINT_SIGMAS = 8.0
 BATCH_OUTPUT_BYTES = 256 << 20
+MAX_BATCH = 16
 # Unaccounted time per call that fails a kernel: launch noise on a GPU, a loaded host on the CPU.
-UNACCOUNTED_ALLOWANCE = {"cuda": (0.05, 0.2), "cpu": (2.0, 0.5)}  # (ms, fraction of the median)
+UNACCOUNTED_ALLOWANCE = {"cuda": (0.15, 0.25), "cpu": (2.0, 0.5)}  # (ms, fraction of the median)
 
 
 def _draw_calls(base_cpu, n_calls, first_round, rng_seed):
@@ -78,6 +82,37 @@ def _structure(inputs):
     return structure, tensors
 
 
+def channel_round_trip_ms(calls, batch):
+    """What a batch's request and answer cost on the channel, measured by the judge alone (a
+    thread of its own echoing over a pipe pair): the runner cannot inflate it to hide time."""
+    a_read, b_write = os.pipe()
+    b_read, a_write = os.pipe()
+    near, far = Channel(a_read, a_write), Channel(b_read, b_write)
+    values, wire = _wire_calls(calls)
+    answer = {"ms": [0.5] * batch, "host_ms": [0.5] * batch, "fingerprints": [[123.456]] * batch,
+              "flags": [{"name": "x", "blocking": False, "evidence": "y" * 200}]}
+
+    def echo():
+        for _ in range(7):
+            header, _ = far.recv()
+            far.send({"type": "batch", "id": header["id"]}, values=answer)
+
+    thread = threading.Thread(target=echo, daemon=True)
+    thread.start()
+    times = []
+    try:
+        for i in range(7):
+            t0 = _perf()
+            near.send({"type": "batch", "id": i}, wire, values={"calls": values})
+            near.recv()
+            times.append((_perf() - t0) * 1e3)
+    finally:
+        thread.join(5)
+        for fd in (a_read, a_write, b_read, b_write):
+            os.close(fd)
+    return min(times)
+
+
 def _check_prints(cand, ref_prints, ref_outputs, tol):
     """Index of the first call whose fingerprint leaves the bound, with the numbers, or None."""
     for i, (c_leaves, r_leaves, outs) in enumerate(zip(cand, ref_prints, ref_outputs)):
@@ -106,7 +141,7 @@ def _check_prints(cand, ref_prints, ref_outputs, tol):
 
 
 def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, budget_s, compile_baseline,
-                   rse_target, start_delay_us, hold):
+                   rse_target, start_delay_us, hold, stage=lambda name: None):
     """Returns (timings, speedup, checks, flags)."""
     flags = []
     probe = inp.make_inputs(ref_mod, secrets.randbelow(2 ** 31), device)
@@ -117,7 +152,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, 
     base_cpu = [inp.cpu_copy(s) for s in sets]
     with torch.no_grad():
         out_bytes = inp.nbytes(inp.as_output_list(ref_model(*inp.clone_inputs(sets[0]))))
-    batch = max(2, min(8, BATCH_OUTPUT_BYTES // max(out_bytes, 1)))
+    batch = max(2, min(MAX_BATCH, BATCH_OUTPUT_BYTES // max(out_bytes, 1)))
     weight_seed = secrets.randbelow(2 ** 31)
     structures, tensors = [], []
     for s in base_cpu:
@@ -157,15 +192,11 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, 
     if "eager" not in dict(live):
         raise RuntimeError("the eager reference cannot be timed: %s" % notes.get("eager"))
     candidate_batch(warm)
-    rtts = []
-    for _ in range(5):
-        t0 = _perf()
-        runner.request("ping", expect="pong")
-        rtts.append((_perf() - t0) * 1e3)
-    rtt = min(rtts)
+    rtt = channel_round_trip_ms(warm, batch)
     samples = {name: {"ms": [], "host_ms": []} for name in ["candidate"] + [n for n, _ in live]}
     unaccounted, wrong, rounds, stop = [], None, 0, "no round ran"
     rse_target = timing.DEFAULT_RSE_TARGET if rse_target is None else rse_target
+    stage("timing")
     with hold.alone():  # no other kernel on this device while ours is timed
         clock_before = timing.gpu_clocks() if device == "cuda" else None
         t_start = _perf()

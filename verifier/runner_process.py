@@ -168,8 +168,9 @@ class RunnerProcess:
             self._kill()
             raise RunnerFailure("timeout", "the runner did not take request %r within %.0f s (killed)" % (kind, timeout))
         except ProtocolError as exc:
+            failure = self._death_or_tampering(kind, exc)
             self._kill()
-            raise self._death_or_tampering(kind, exc) from None
+            raise failure from None
         answer = self._answer(kind, rid, expect, timeout)
         if kind == "finish":
             self.finished = True
@@ -182,8 +183,9 @@ class RunnerProcess:
             self._kill()
             raise RunnerFailure("timeout", "the runner did not answer %r within %.0f s (killed)" % (kind, timeout))
         except ProtocolError as exc:
+            failure = self._death_or_tampering(kind, exc)
             self._kill()
-            raise self._death_or_tampering(kind, exc) from None
+            raise failure from None
         answer = header.get("values") if isinstance(header.get("values"), dict) else {}
         if header.get("id") != rid:
             self._kill()

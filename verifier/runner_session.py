@@ -179,16 +179,22 @@ class RunnerSession:
         self.timing_sets = [inp.map_tensors(s, lambda t: t.to(self.device)) for s in sets]
         self.weights = timing.FingerprintWeights(weight_seed, self.device)
         self.caller = timing.TimedCaller(self.device, start_delay_us)
+        # Compared when timing is over, not around each batch: a snapshot costs milliseconds,
+        # which would sit inside the judge's clock around the batch.
+        self.timing_snapshot = guard.snapshot(self.ctx.namespaces)
 
     def time_batch(self, calls):
-        before = guard.snapshot(self.ctx.namespaces)
         self.batch_outputs = []
-        result = timing.run_batch(self.ctx.cand_call, self.timing_sets, calls, self.caller, self.weights,
-                                  keep=self.batch_outputs)
-        changed = guard.changes(before, guard.snapshot(self.ctx.namespaces))
+        return timing.run_batch(self.ctx.cand_call, self.timing_sets, calls, self.caller, self.weights,
+                                keep=self.batch_outputs)
+
+    def timing_done(self):
+        if getattr(self, "timing_snapshot", None) is None:
+            return
+        changed = guard.changes(self.timing_snapshot, guard.snapshot(self.ctx.namespaces))
+        self.timing_snapshot = None
         if changed:
             self.ctx.add_flag(checks.flag("patched_environment", True, "during timing: %s" % ", ".join(changed[:12])))
-        return result
 
     def fetch(self, index):
         return self.batch_outputs[index]
@@ -200,6 +206,7 @@ class RunnerSession:
         return "".join(self.ctx.log)[-30000:]
 
     def finish_checks(self):
+        self.timing_done()
         out = dict(self.checks)
         if getattr(self.ctx, "poisoner", None) is not None:
             out["allocator_stats"] = self.ctx.poisoner.stats()

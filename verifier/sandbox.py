@@ -12,6 +12,7 @@ candidate's code was running (segfault, abort, illegal memory access, out of mem
 timeout/hang) or ``error`` when it happened elsewhere, plus the reason and the log tail.
 No Django imports: the worker and the verification bundle both use this file.
 """
+import json
 import os
 import signal
 import subprocess
@@ -26,7 +27,8 @@ try:
 except ImportError:  # not on Linux/macOS: limits are skipped, the timeout still holds
     resource = None
 
-CANDIDATE_STAGES = {"candidate_load", "candidate_call", "candidate_settle", "timing"}
+CANDIDATE_STAGES = {"candidate_load", "candidate_call", "candidate_settle", "runner_probes", "timing_setup", "timing",
+                    "runner_end"}
 LOG_TAIL = 8000
 
 
@@ -56,22 +58,30 @@ def _limits(cpu_seconds, address_space):
     return apply
 
 
-def _group_rss(pgid):
-    """Resident bytes of every process in the group (Linux /proc)."""
-    total = 0
+def _tree_rss(root):
+    """Resident bytes of ``root`` and every process descended from it (Linux /proc): the
+    judge's runner lives in a session and namespaces of its own, but not outside this tree."""
+    parent, rss = {}, {}
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
     try:
         pids = [p for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
         return 0
-    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
     for pid in pids:
         try:
             with open("/proc/%s/stat" % pid) as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) == pgid:  # field 5 of stat: process group
-                total += int(fields[21]) * page  # field 24: rss in pages
+            parent[int(pid)] = int(fields[1])  # field 4 of stat: parent pid
+            rss[int(pid)] = int(fields[21]) * page  # field 24: rss in pages
         except (OSError, ValueError, IndexError):
             continue
+    total = 0
+    for pid, size in rss.items():
+        p, hops = pid, 0
+        while p and p != root and hops < 64:
+            p, hops = parent.get(p), hops + 1
+        if p == root:
+            total += size
     return total
 
 
@@ -130,7 +140,7 @@ def run_harness_isolated(argv, *, cwd=None, timeout_s, memory_limit_bytes=None, 
                     kill_group()
                     return
                 if memory_limit_bytes:
-                    rss = _group_rss(proc.pid)
+                    rss = _tree_rss(proc.pid)
                     state["peak_rss"] = max(state["peak_rss"], rss)
                     if rss > memory_limit_bytes:
                         state["memory_killed"] = True
@@ -157,7 +167,9 @@ def run_harness_isolated(argv, *, cwd=None, timeout_s, memory_limit_bytes=None, 
         with open(out_path) as fh:
             text = fh.read()
         if text.strip():
-            doc = result.loads(text[text.index("{"):])
+            # The judge's document, or another sandboxed program's (the naive evaluator's, the
+            # profile driver's): any JSON object with a verdict.
+            doc = json.loads(text[text.index("{"):])
     except (OSError, ValueError):
         doc = None
     if doc is not None and isinstance(doc, dict) and doc.get("verdict") and not state["timed_out"] and \

@@ -10,7 +10,7 @@ from verifier.profile_parsers.clang_tidy import count_by_check, parse_clang_tidy
 from kernels.models import Profile
 from tests.kernels.kernel_factories import make_kernel, make_task
 
-CANDIDATES = Path(__file__).resolve().parents[2] / "evaluator" / "cheat_suite" / "candidates"
+CANDIDATES = Path(__file__).resolve().parents[2] / "verifier" / "cheat_suite" / "candidates"
 PLANTED = """#include <torch/extension.h>
 #define SQUARE(x) x * x
 

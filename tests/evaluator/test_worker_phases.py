@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from verifier import ncu_profile as gpu_profiles, harness_build
+from verifier import build as harness_build
+from verifier import ncu_profile as gpu_profiles
 from verifier.device_lock import LOCK_DIR_VARIABLE, DeviceLock, ProcessHold, device_key
 
 REPO = Path(__file__).resolve().parents[2]
-SUITE = REPO / "evaluator" / "cheat_suite"
+SUITE = REPO / "verifier" / "cheat_suite"
 
 
 class _Census:
@@ -144,7 +145,7 @@ def test_without_a_lock_directory_a_process_hold_locks_nothing(monkeypatch):
 
 
 def _harness(*args, build_dir, env=None):
-    command = [sys.executable, "-m", "verifier.harness", "--device", "cpu", "--build-dir", str(build_dir), *args]
+    command = [sys.executable, "-m", "verifier.judge", "--device", "cpu", "--build-dir", str(build_dir), *args]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     return json.loads(done.stdout)
 

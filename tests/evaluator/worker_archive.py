@@ -3,7 +3,7 @@ schema, and KernelBench pairs that crash, hang, exhaust memory or run slowly."""
 import json
 from pathlib import Path
 
-SUITE = Path(__file__).resolve().parents[2] / "evaluator" / "cheat_suite"
+SUITE = Path(__file__).resolve().parents[2] / "verifier" / "cheat_suite"
 RELU_REFERENCE = (SUITE / "tasks" / "relu.py").read_text()
 HONEST_RELU_CPP = (SUITE / "candidates" / "honest_relu.cpp").read_text()
 

@@ -1,8 +1,8 @@
 """Verification bundles: reproducible bytes, fixed contents, and a bundle that really runs.
 
 The last tests extract a bundle into a fresh folder and run its verify.py with a fresh
-interpreter, as a user who downloaded it would: first against a stub harness (to pin
-verify.py's side of the CLI contract), then against the real verifier/harness.py.
+interpreter, as a user who downloaded it would: first against a stub judge (to pin
+verify.py's side of the CLI contract), then against the real judge and runner.
 """
 import io
 import json
@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from verifier import SHIPPED_MODULES
 from verifier.bundle import bundle_files, bundle_sha256, build_bundle
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-EVALUATOR_DIR = REPO_ROOT / "evaluator"
+VERIFIER_DIR = REPO_ROOT / "verifier"
 
 REFERENCE = textwrap.dedent(
     '''
@@ -138,39 +139,39 @@ def kernel(code=HONEST_KERNEL, name="relu_scale_loop"):
 
 @pytest.fixture
 def fake_harness_dir(tmp_path):
-    folder = tmp_path / "harness_src"
+    folder = tmp_path / "verifier_src"
     folder.mkdir()
-    (folder / "harness.py").write_text("print('harness')\n")
-    (folder / "harness_timing.py").write_text("print('timing')\n")
-    (folder / "not_the_harness.py").write_text("print('ignored')\n")
+    for name in SHIPPED_MODULES:
+        (folder / f"{name}.py").write_text(f"print({name!r})\n")
+    (folder / "not_shipped.py").write_text("print('ignored')\n")
     return folder
 
 
 def test_same_inputs_give_the_same_bytes(fake_harness_dir):
-    first = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=fake_harness_dir)
-    second = build_bundle(kernel=kernel(), task=dict(TASK), claimed=dict(CLAIMED), harness_dir=fake_harness_dir)
+    first = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, verifier_dir=fake_harness_dir)
+    second = build_bundle(kernel=kernel(), task=dict(TASK), claimed=dict(CLAIMED), verifier_dir=fake_harness_dir)
     assert bundle_sha256(first) == bundle_sha256(second)
     assert len(bundle_sha256(first)) == 64
-    changed = build_bundle(kernel=kernel(BROKEN_KERNEL), task=TASK, claimed=CLAIMED, harness_dir=fake_harness_dir)
+    changed = build_bundle(kernel=kernel(BROKEN_KERNEL), task=TASK, claimed=CLAIMED, verifier_dir=fake_harness_dir)
     assert bundle_sha256(changed) != bundle_sha256(first)
-    (fake_harness_dir / "harness_timing.py").write_text("print('timing v2')\n")
-    new_harness = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=fake_harness_dir)
+    (fake_harness_dir / "timing.py").write_text("print('timing v2')\n")
+    new_harness = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, verifier_dir=fake_harness_dir)
     assert bundle_sha256(new_harness) != bundle_sha256(first)
 
 
 def test_contents_and_fixed_metadata(fake_harness_dir, tmp_path):
-    data = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=fake_harness_dir)
+    data = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, verifier_dir=fake_harness_dir)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         infos = archive.infolist()
         assert [info.filename for info in infos] == [
-            "README.md", "SHA256SUMS", "claims.json", "functional.py", "harness.py", "harness_timing.py",
-            "kernel.cu", "reference.py", "verify.py",
+            "README.md", "SHA256SUMS", "claims.json", "functional.py", "kernel.cu", "reference.py",
+            *sorted(f"verifier/{name}.py" for name in SHIPPED_MODULES), "verify.py",
         ]
         assert {info.date_time for info in infos} == {(1980, 1, 1, 0, 0, 0)}
         assert {info.compress_type for info in infos} == {zipfile.ZIP_STORED}
         assert archive.read("kernel.cu").decode() == HONEST_KERNEL
         assert archive.read("reference.py").decode() == REFERENCE
-        assert archive.read("verify.py") == (EVALUATOR_DIR / "bundle_verify.py").read_bytes()
+        assert archive.read("verify.py") == (VERIFIER_DIR / "bundle_script.py").read_bytes()
         claims = json.loads(archive.read("claims.json"))
         archive.extractall(tmp_path / "out")
     assert claims["kernel"] == {"name": "relu_scale_loop", "kind": "cuda_forward", "file": "kernel.cu"}
@@ -186,32 +187,32 @@ def test_model_new_kernels_and_known_functional_forms(fake_harness_dir):
         task={"level": 2, "task_number": 1, "op_name": "1_Conv2D_ReLU_BiasAdd", "reference_code": REFERENCE,
               "functional_code": ""},
         claimed={"claimed_runtime_ms": float("nan"), "claimed_correct": False, "error_text": "boom"},
-        harness_dir=fake_harness_dir,
+        verifier_dir=fake_harness_dir,
     )
     assert "model_new.py" in files and "kernel.cu" not in files
     assert b"1_Conv2D_ReLU_BiasAdd" in files["functional.py"]  # filled in from verifier.functional_forms
     claims = json.loads(files["claims.json"])
     assert claims["claimed"]["runtime_ms"] is None and claims["claimed"]["error"] == "boom"
-    no_form = bundle_files(kernel=kernel(), task={**TASK, "functional_code": ""}, claimed={}, harness_dir=fake_harness_dir)
+    no_form = bundle_files(kernel=kernel(), task={**TASK, "functional_code": ""}, claimed={}, verifier_dir=fake_harness_dir)
     assert "functional.py" not in no_form
 
 
 def test_bad_inputs_are_refused(fake_harness_dir, tmp_path):
     with pytest.raises(ValueError, match="kernel kind"):
-        build_bundle(kernel={**kernel(), "kind": "../../etc"}, task=TASK, claimed={}, harness_dir=fake_harness_dir)
+        build_bundle(kernel={**kernel(), "kind": "../../etc"}, task=TASK, claimed={}, verifier_dir=fake_harness_dir)
     with pytest.raises(ValueError, match="kernel code is empty"):
-        build_bundle(kernel={**kernel(), "code": " "}, task=TASK, claimed={}, harness_dir=fake_harness_dir)
+        build_bundle(kernel={**kernel(), "code": " "}, task=TASK, claimed={}, verifier_dir=fake_harness_dir)
     with pytest.raises(ValueError, match="unknown claimed field"):
-        build_bundle(kernel=kernel(), task=TASK, claimed={"speedup": 9}, harness_dir=fake_harness_dir)
-    with pytest.raises(FileNotFoundError, match="no harness.py"):
-        build_bundle(kernel=kernel(), task=TASK, claimed={}, harness_dir=tmp_path)
+        build_bundle(kernel=kernel(), task=TASK, claimed={"speedup": 9}, verifier_dir=fake_harness_dir)
+    with pytest.raises(FileNotFoundError, match="lacks"):
+        build_bundle(kernel=kernel(), task=TASK, claimed={}, verifier_dir=tmp_path)
 
 
 def test_untrusted_names_stay_literal_in_the_readme(fake_harness_dir):
     hostile = "x```\n# Owned\n<script>alert(1)</script>`````"
-    files = bundle_files(kernel=kernel(name=hostile), task=TASK, claimed=CLAIMED, harness_dir=fake_harness_dir)
+    files = bundle_files(kernel=kernel(name=hostile), task=TASK, claimed=CLAIMED, verifier_dir=fake_harness_dir)
     readme = files["README.md"].decode()
-    assert sorted(name for name in files if "Owned" in name or "/" in name) == []
+    assert sorted(name for name in files if "Owned" in name or ("/" in name and not name.startswith("verifier/"))) == []
     fence = "``````"  # one longer than the longest backtick run in the name
     block_start = readme.index(fence + "text\n")
     block_end = readme.index("\n" + fence + "\n", block_start)
@@ -248,7 +249,7 @@ STUB_HARNESS = textwrap.dedent(
     result = {
         "verdict": "passed" if "v * w" in open(args.candidate).read() else "failed",
         "flags": [{"name": "stub_flag", "blocking": False, "evidence": {"argv": sys.argv[1:]}}],
-        "trials": [{"seed": 1, "max_abs_error": 1.5e-7}],
+        "trials": [{"seed": 1, "max_abs_err": 1.5e-7}],
         "timings": {"candidate": {"median_ms": 0.5, "iqr_ms": 0.01, "n": 30},
                     "eager": {"median_ms": 0.25, "iqr_ms": 0.01, "n": 30},
                     "compile": {"median_ms": 1.0, "iqr_ms": 0.02, "n": 30}},
@@ -261,11 +262,19 @@ STUB_HARNESS = textwrap.dedent(
 )
 
 
-def test_verify_script_drives_the_harness_cli_contract(tmp_path):
+def stub_verifier(tmp_path):
+    """The real shipped modules with judge.py replaced by a stub that records its arguments."""
     stub_dir = tmp_path / "stub"
     stub_dir.mkdir()
-    (stub_dir / "harness.py").write_text(STUB_HARNESS)
-    bundle = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=stub_dir)
+    for name in SHIPPED_MODULES:
+        (stub_dir / f"{name}.py").write_bytes((VERIFIER_DIR / f"{name}.py").read_bytes())
+    (stub_dir / "judge.py").write_text(STUB_HARNESS)
+    return stub_dir
+
+
+def test_verify_script_drives_the_harness_cli_contract(tmp_path):
+    stub_dir = stub_verifier(tmp_path)
+    bundle = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, verifier_dir=stub_dir)
     completed, result = run_verify(bundle, tmp_path / "run", "--seeds", "4,5", "--", "--time-budget", "7")
     assert completed.returncode == 0, completed.stdout + completed.stderr
     argv = result["flags"][0]["evidence"]["argv"]
@@ -284,36 +293,48 @@ def test_verify_script_drives_the_harness_cli_contract(tmp_path):
 
 
 def test_verify_script_reports_a_crashed_harness_and_edited_files(tmp_path):
-    stub_dir = tmp_path / "stub"
-    stub_dir.mkdir()
-    (stub_dir / "harness.py").write_text(STUB_HARNESS)
-    bundle = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=stub_dir)
+    stub_dir = stub_verifier(tmp_path)
+    bundle = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, verifier_dir=stub_dir)
     edited = tmp_path / "edited"
     edited.mkdir()
     with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
         archive.extractall(edited)
-    (edited / "harness.py").write_text("import sys; sys.exit(3)\n")
+    (edited / "verifier" / "judge.py").write_text("import sys; sys.exit(3)\n")
     crashed = subprocess.run([sys.executable, "verify.py", "--device", "cpu", "--json", "out.json"], cwd=edited,
                              capture_output=True, text=True, timeout=120)
     assert crashed.returncode == 2
     crash_result = json.loads((edited / "out.json").read_text())
-    assert crash_result["verdict"] == "error" and crash_result["bundle"]["modified"] == ["harness.py"]
+    assert crash_result["verdict"] == "error" and crash_result["bundle"]["modified"] == ["verifier/judge.py"]
 
 
 @pytest.mark.slow
 def test_downloaded_bundle_runs_in_a_fresh_directory_on_cpu(tmp_path):
-    if not (EVALUATOR_DIR / "harness.py").exists():
-        pytest.skip("verifier/harness.py does not exist yet (being written separately)")
-    honest = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, harness_dir=EVALUATOR_DIR)
+    honest = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, verifier_dir=VERIFIER_DIR)
     completed, result = run_verify(honest, tmp_path / "honest")
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert result["verdict"] == "passed", json.dumps(result, indent=1)[:4000]
     assert not [flag for flag in result["flags"] if flag["blocking"]]
     assert "Verdict: PASSED" in completed.stdout
 
-    broken = build_bundle(kernel=kernel(BROKEN_KERNEL), task=TASK, claimed=CLAIMED, harness_dir=EVALUATOR_DIR)
+    broken = build_bundle(kernel=kernel(BROKEN_KERNEL), task=TASK, claimed=CLAIMED, verifier_dir=VERIFIER_DIR)
     completed, result = run_verify(broken, tmp_path / "broken")
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert result["verdict"] == "failed", json.dumps(result, indent=1)[:4000]
     assert any(trial["passed"] is False for trial in result["trials"])
     assert "Verdict: FAILED" in completed.stdout
+
+
+def test_worker_unpacks_only_the_bundles_own_names(tmp_path):
+    from verifier.bundle_run import unpack_bundle
+
+    good = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED)
+    unpack_bundle(good, tmp_path / "good")
+    assert (tmp_path / "good" / "verifier" / "judge.py").is_file() and (tmp_path / "good" / "verify.py").is_file()
+    for name in ("../escape.py", "verifier/../../escape.py", "other/judge.py", ".hidden", "verifier/sub/x.py", "/abs.py"):
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            archive.writestr("verify.py", "print(1)\n")
+            archive.writestr(name, "print(2)\n")
+        with pytest.raises(ValueError, match="unexpected file name"):
+            unpack_bundle(buffer.getvalue(), tmp_path / "bad")
+        assert not (tmp_path / "escape.py").exists()

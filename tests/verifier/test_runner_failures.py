@@ -1,4 +1,4 @@
-"""Exceptions a candidate raises are named by their cause, and the sandboxed harness does not
+"""Exceptions a candidate raises are named by their cause, and the sandboxed judge does not
 outlive the process that started it."""
 import os
 import signal
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from verifier.harness import _candidate_failure_name
+from verifier.runner_session import candidate_failure_name as _candidate_failure_name
 
 
 @pytest.mark.parametrize("message, name", [
@@ -53,9 +53,9 @@ def test_cuda_code_on_the_cpu_is_an_error_not_a_failed_kernel():
     import json
     from pathlib import Path
 
-    suite = Path(__file__).resolve().parents[2] / "evaluator" / "cheat_suite"
+    suite = Path(__file__).resolve().parents[2] / "verifier" / "cheat_suite"
     # In a process of its own: the harness installs its own CPU allocator where it runs.
-    done = subprocess.run([sys.executable, "-m", "verifier.harness", "--reference", str(suite / "tasks" / "relu.py"),
+    done = subprocess.run([sys.executable, "-m", "verifier.judge", "--reference", str(suite / "tasks" / "relu.py"),
                            "--candidate", str(suite / "candidates" / "honest_relu.cu"), "--kind", "cuda_forward",
                            "--device", "cpu", "--no-timing"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -1,7 +1,8 @@
-"""The project's own cheat suite through the real harness (real load_inline builds with
-the host compiler, each run in its own sandboxed process): every CPU-capable cheat must be
-caught with its expected flag, every honest kernel must pass with no blocking flag.  The
-GPU results recorded on an H200 are checked the same way."""
+"""The project's own cheat suite through the real judge and runner (real load_inline builds
+with the host compiler, each verification in its own sandboxed process): every CPU-capable
+cheat and every attack on the verification itself must come back failed with its expected
+flag, never passed; every honest kernel must pass with no blocking flag. The GPU results
+recorded on an H200 are checked the same way."""
 import concurrent.futures as cf
 import json
 import os
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from verifier import gpu_campaign, harness_build
+from verifier import build as harness_build
+from verifier import gpu_campaign
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = gpu_campaign.load_manifest()
@@ -18,7 +20,7 @@ H200_RESULTS = ROOT / "tests" / "fixtures" / "h200" / "cheat_suite_results.json"
 
 
 def test_manifest_covers_every_design_row():
-    cheats = [e for e in ENTRIES if not e.get("honest")]
+    cheats = [e for e in ENTRIES if not e.get("honest") and not e.get("attack")]
     honest = [e for e in ENTRIES if e.get("honest")]
     assert len(cheats) >= 12 and len(honest) >= 3
     assert len([e for e in CPU_ENTRIES if e.get("honest")]) >= 3
@@ -28,6 +30,13 @@ def test_manifest_covers_every_design_row():
                  "library_call_replaces_kernel", "output_collapsed_to_zero", "below_bandwidth_floor",
                  "side_stream_work"):
         assert flag in caught_by, flag
+    attacks = [e for e in ENTRIES if e.get("attack")]
+    assert len(attacks) >= 12 and all("cpu" in e["devices"] and e.get("expect_any") for e in attacks)
+    families = {e["family"] for e in attacks}
+    for family in ("forge_document", "json_patch", "exit_hooks", "late_thread", "harness_patch", "gc_scavenge",
+                   "measurement_detection", "proc_snoop", "signal_parent", "escape_process", "nan_wildcard",
+                   "channel_lies"):
+        assert any(family in f for f in families), family
     for e in ENTRIES:
         task, cand, fn = gpu_campaign.entry_paths(e)
         assert os.path.exists(task) and os.path.exists(cand) and (fn is None or os.path.exists(fn)), e["name"]
@@ -64,8 +73,9 @@ def test_cpu_entry_behaves_as_expected(entry, cpu_suite_docs):
     if entry.get("honest"):
         assert all(t["passed"] for t in doc["trials"])
     else:
+        assert doc["verdict"] == "failed", detail
         expected = entry.get("expect", []) + entry.get("expect_any", [])
-        assert any(f["blocking"] for f in doc["flags"] if f["name"] in expected) or doc["verdict"] == "failed"
+        assert any(f["blocking"] for f in doc["flags"] if f["name"] in expected), detail
 
 
 def test_h200_results_fixture_shows_every_cheat_caught():
@@ -77,7 +87,8 @@ def test_h200_results_fixture_shows_every_cheat_caught():
     assert data["device"] == "cuda" and data["versions"]["gpu"] == "NVIDIA H200"
     assert data["versions"]["gpu_capability"] == "9.0" and data["versions"]["torch"].startswith("2.11")
     rows = {r["name"]: r for r in data["summary"]}
-    cuda_entries = [e for e in ENTRIES if "cuda" in e["devices"]]
+    # the suite as it was then (harness 1.0.0); the attacks came with the judge (2.0.0)
+    cuda_entries = [e for e in ENTRIES if "cuda" in e["devices"] and not e.get("attack")]
     assert set(rows) == {e["name"] for e in cuda_entries}
     judged = 0
     for entry in cuda_entries:

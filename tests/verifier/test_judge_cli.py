@@ -1,6 +1,7 @@
-"""The harness as operators and the bundle use it: CLI in a subprocess (exit 0, one JSON
-document on stdout, --json), error verdicts, timing fields, and the standalone copy of
-harness*.py run by a fresh interpreter from another directory."""
+"""The judge as operators and the bundle use it: CLI in a subprocess (exit 0, one JSON
+document on stdout, --json), error verdicts, timing fields, the old `python -m
+evaluator.harness` alias, and a standalone copy of the shipped modules run by a fresh
+interpreter from another directory."""
 import json
 import os
 import shutil
@@ -10,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from verifier import SHIPPED_MODULES
 from verifier import build as harness_build
+from verifier.judge import shipped_files_sha256
 
 ROOT = Path(__file__).resolve().parents[2]
-SUITE = ROOT / "evaluator" / "cheat_suite"
+SUITE = ROOT / "verifier" / "cheat_suite"
 TASKS, CANDS = SUITE / "tasks", SUITE / "candidates"
 REQUIRED_KEYS = {"verdict", "flags", "task_flags", "trials", "tolerance", "timings", "speedup", "versions",
                  "device", "kind", "log", "error"}
@@ -39,8 +42,10 @@ def test_cli_prints_one_json_document_and_writes_json_file(tmp_path):
     assert REQUIRED_KEYS <= set(doc)
     assert json.loads(out.read_text()) == doc
     assert doc["verdict"] == "failed" and doc["seeds"] == [5, 6] and len(doc["trials"]) == 2
+    assert doc["checks"]["seed_source"] == "given on the command line"
     names = {f["name"] for f in doc["flags"]}
     assert {"output_aliases_input", "input_mutation"} <= names
+    assert {f["source"] for f in doc["flags"] if f["name"] == "output_aliases_input"} == {"runner"}
     for f in doc["flags"]:
         assert set(f) >= {"name", "blocking", "evidence"} and f["evidence"]
     trial = doc["trials"][0]
@@ -98,16 +103,27 @@ def test_cli_timing_fields_for_an_honest_kernel():
     assert doc["speedup"]["vs_eager"] == pytest.approx(eager["median_ms"] / cand["median_ms"])
     floor = doc["checks"]["bandwidth_floor"]
     assert floor["bytes"] == 2 * 128 * 32768 * 4 and floor["floor_ms"] < cand["median_ms"]
-    assert doc["checks"]["post_timing_check"]["passed"]
+    timing = doc["checks"]["timing"]
+    assert timing["rounds"] >= 3 and timing["batch"] >= 2
+    assert timing["unaccounted_ms_per_call"]["median"] <= timing["unaccounted_ms_per_call"]["allowance"]
+    assert len(doc["seeds"]) == 3 and doc["checks"]["seed_source"].startswith("drawn by the judge")
 
 
 def test_standalone_copy_runs_with_a_fresh_interpreter(tmp_path):
-    for path in (ROOT / "evaluator").glob("harness*.py"):
-        shutil.copy(path, tmp_path / path.name)
+    """What a bundle ships (the verifier's modules in verifier/) runs on its own."""
+    (tmp_path / "verifier").mkdir()
+    for name in SHIPPED_MODULES:
+        shutil.copy(ROOT / "verifier" / f"{name}.py", tmp_path / "verifier" / f"{name}.py")
     shutil.copy(TASKS / "relu.py", tmp_path / "reference.py")
     shutil.copy(CANDS / "cheat_python_thread.py", tmp_path / "candidate.py")
     doc, proc = run_cli(["--reference", "reference.py", "--candidate", "candidate.py", "--device", "cpu",
-                         "--no-timing", "--seeds", "1,2"], cwd=tmp_path, module=False)
+                         "--no-timing", "--seeds", "1,2"], cwd=tmp_path, isolated=True)
     assert doc["verdict"] == "failed"
     assert any(f["name"] == "deferred_write" for f in doc["flags"])
-    assert doc["versions"]["harness_sha256"] == harness_build.harness_files_sha256()
+    assert doc["versions"]["harness_sha256"] == shipped_files_sha256()
+
+
+def test_evaluator_harness_is_still_the_command():
+    doc, _ = run_cli(["--reference", TASKS / "relu.py", "--candidate", CANDS / "cheat_alias_input.py",
+                      "--device", "cpu", "--no-timing", "--seeds", "3"], module="evaluator.harness")
+    assert doc["verdict"] == "failed" and any(f["name"] == "output_aliases_input" for f in doc["flags"])

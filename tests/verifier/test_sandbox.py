@@ -7,11 +7,11 @@ from verifier import build as harness_build
 from verifier.sandbox import run_harness_isolated
 
 ROOT = Path(__file__).resolve().parents[2]
-RELU = ROOT / "evaluator" / "cheat_suite" / "tasks" / "relu.py"
+RELU = ROOT / "verifier" / "cheat_suite" / "tasks" / "relu.py"
 
 
 def harness_argv(candidate, *extra):
-    return [sys.executable, "-m", "verifier.harness", "--reference", RELU, "--candidate", candidate,
+    return [sys.executable, "-m", "verifier.judge", "--reference", RELU, "--candidate", candidate,
             "--kind", "model_new", "--device", "cpu", "--no-timing", "--seeds", "1,2",
             "--build-dir", harness_build.default_build_dir(), *extra]
 
@@ -33,12 +33,12 @@ def body_forward_lines(name):
 
 
 def test_segfault_becomes_a_failed_verdict(tmp_path):
+    """The runner dies; the judge, which never ran the candidate, records how."""
     doc = run_harness_isolated(harness_argv(write(tmp_path, "segv.py", "")), cwd=ROOT, timeout_s=600,
                                memory_limit_bytes=None)
-    assert doc["verdict"] == "failed"
-    assert doc["sandbox"]["signal"] == "SIGSEGV" and doc["sandbox"]["stage"] == "candidate_call"
-    assert doc["flags"][0]["name"] == "segfault" and doc["flags"][0]["blocking"]
-    assert "SIGSEGV" in doc["reason"]
+    assert doc["verdict"] == "failed" and doc["sandbox"]["returncode"] == 0
+    segv = next(f for f in doc["flags"] if f["name"] == "segfault")
+    assert segv["blocking"] and "SIGSEGV" in segv["evidence"] and segv["source"] == "judge"
 
 
 def test_hang_is_killed_at_the_timeout(tmp_path):
@@ -64,7 +64,7 @@ def test_resident_memory_watchdog_kills_a_group_that_grows_past_the_limit():
 
 
 def test_a_harness_document_comes_back_with_sandbox_info(tmp_path):
-    doc = run_harness_isolated(harness_argv(ROOT / "evaluator" / "cheat_suite" / "candidates" /
+    doc = run_harness_isolated(harness_argv(ROOT / "verifier" / "cheat_suite" / "candidates" /
                                             "cheat_alias_input.py"), cwd=ROOT, timeout_s=600,
                                memory_limit_bytes=None)
     assert doc["verdict"] == "failed" and doc["sandbox"]["returncode"] == 0

@@ -1,6 +1,8 @@
-"""Timing machinery on the CPU: interleaving, adaptive stop, summaries, bandwidth floor."""
+"""Timing machinery on the CPU: timed batches, fingerprints, summaries, bandwidth floor."""
 import os
 import time
+
+import pytest
 
 from verifier import build as harness_build
 from verifier import timing as timing
@@ -16,34 +18,39 @@ def test_summaries_and_rse():
     assert set(s) >= {"median_ms", "iqr_ms", "n", "mean_ms", "host_median_ms"} and s["n"] == 8
 
 
-def test_interleaved_timing_orders_fast_and_slow_and_stops():
+def test_run_batch_times_every_call_on_fresh_perturbed_inputs_and_fingerprints_outputs():
     import torch
 
-    sets = [[torch.randn(256)] for _ in range(3)]
+    base = [[torch.randn(64, 32)], [torch.randn(64, 32)]]
     seen = []
 
-    def fast(ins):
-        seen.append("fast")
-        return ins[0] + 1
-
-    def slow(ins):
-        seen.append("slow")
+    def fn(ins):
+        seen.append(ins[0])
         time.sleep(0.002)
-        return ins[0] + 1
+        return ins[0] * 2
 
-    def broken(ins):
-        raise RuntimeError("no compiler")
+    weights = timing.FingerprintWeights(7, "cpu")
+    spec = [(0, torch.tensor([0, 5]), torch.tensor([100.0, -100.0]))]
+    kept = []
+    result = timing.run_batch(fn, base, [(0, spec), (1, []), (0, [])], timing.TimedCaller("cpu"), weights, keep=kept)
+    assert len(result["ms"]) == len(result["host_ms"]) == 3 and min(result["ms"]) >= 2.0
+    # each call gets its own storage; the spec's elements are replaced on the first call only
+    assert len({t.data_ptr() for t in seen}) == 3 and seen[0] is not base[0][0]
+    assert seen[0].view(-1)[0] == 100.0 and seen[0].view(-1)[5] == -100.0 and base[0][0].view(-1)[0] != 100.0
+    assert torch.equal(seen[2], base[0][0])
+    # the fingerprint is the output's dot product with the seeded weights, and follows the output
+    want = float(torch.dot((base[1][0] * 2).reshape(-1).double(), timing.FingerprintWeights(7, "cpu")(64 * 32)))
+    assert result["fingerprints"][1] == [pytest.approx(want)]
+    assert result["fingerprints"][0] != result["fingerprints"][2]
+    assert torch.equal(kept[1][0], base[1][0] * 2)
 
-    summary, info = timing.time_interleaved([("fast", fast), ("slow", slow), ("broken", broken)], sets, "cpu",
-                                            budget_s=1.0, min_n=5, min_time_s=0.05)
-    assert summary["fast"]["median_ms"] < summary["slow"]["median_ms"]
-    assert summary["slow"]["median_ms"] >= 2.0
-    assert "error" in summary["broken"] and "no compiler" in summary["broken"]["error"]
-    assert summary["fast"]["n"] == summary["slow"]["n"] >= 5
-    assert info["rounds"] >= 5 and info["stop"] and info["input_sets"] == 3
-    # interleaved: the timed phase alternates between implementations
-    timed = seen[-10:]
-    assert "fast" in timed and "slow" in timed
+
+def test_fingerprint_of_plain_values_and_nan():
+    import torch
+
+    weights = timing.FingerprintWeights(1, "cpu")
+    assert timing.fingerprint(3, weights) == 3 and timing.fingerprint(None, weights) is None
+    assert timing.fingerprint(torch.full((4,), float("nan")), weights) != timing.fingerprint(torch.zeros(4), weights)
 
 
 def test_bandwidth_table_and_cpu_measurement():

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# On a 2-GPU host, in one call: the whole cheat suite (honest kernels, cheats and attacks on the
+# verification) through the judge on GPU 0, and on GPU 1 the cost of the judge/runner split
+# against the in-process harness of 1.2.0 on the demo archive's kernels (bench/bench_judge_cost.py,
+# honest speedups side by side). Results and logs come back in $OUT.
+#
+#   OUT=dir bash scripts/gpu_judge_check.sh [SECONDS] [OLD_VERIFIER_DIR]
+#
+# OLD_VERIFIER_DIR (default .oldharness) holds the old package: git archive f059ebd verifier | tar -x -C .oldharness
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:?set OUT to the results directory}
+budget=${1:-540}
+old=${2:-.oldharness}
+work=/tmp/gpu_judge_check
+mkdir -p "$work" "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$OUT/gpus.txt"
+uname -r > "$OUT/kernel.txt"
+python3 -c "import torch; print(torch.__version__, torch.version.cuda)" >> "$OUT/kernel.txt"
+(
+    CUDA_VISIBLE_DEVICES=0 timeout "$budget" python3 -m verifier.gpu_campaign --device cuda --out "$work/cheats" \
+        --jobs 8 --timed-jobs 1 --build-dir /tmp/kb_cheat_builds --time-budget 2 --timeout 300 --no-compile \
+        > "$OUT/cheats.log" 2>&1
+    cp "$work/cheats/"* "$OUT/" 2>/dev/null
+) &
+(
+    CUDA_VISIBLE_DEVICES=1 timeout "$budget" python3 bench/bench_judge_cost.py --old "$old" --device cuda \
+        --build-dir /tmp/kb_cost_builds --time-budget 2 --jobs 8 --out "$OUT/judge_cost.json" \
+        > "$OUT/judge_cost.log" 2>&1
+) &
+wait
+ls -la "$OUT"
+tail -5 "$OUT/cheats.log" "$OUT/judge_cost.log"
