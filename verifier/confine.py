@@ -23,6 +23,7 @@ import os
 import platform
 import signal
 import struct
+import time
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -96,8 +97,8 @@ def die_with_parent():
 
 
 def children_of(pid):
-    """PIDs whose parent is ``pid`` (Linux /proc)."""
-    found = []
+    """{child pid: state letter} of the processes whose parent is ``pid`` (Linux /proc)."""
+    found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -107,7 +108,7 @@ def children_of(pid):
         except (OSError, IndexError):
             continue
         if int(fields[1]) == pid:
-            found.append(int(entry))
+            found[int(entry)] = fields[0]
     return found
 
 
@@ -120,26 +121,39 @@ def describe_process(pid):
     return "pid %d (%s)" % (pid, cmd[:200])
 
 
-def reap_orphans(known=()):
-    """Kill every child of this process (a subreaper) except ``known``; returns what was found.
-    Orphans of the runner come back here; the judge starts no other long-lived children."""
+def _reap(pid):
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def reap_orphans(known=(), grace_s=1.0):
+    """Kill every child of this process (a subreaper) except ``known``; returns what was found
+    alive. Orphans of the runner come back here: the runner proper, which dies with its
+    launcher (reaped silently once it is a zombie), and anything the candidate left running
+    past a grace period (reported and killed). The judge starts no other long-lived children."""
     found = []
-    for _ in range(20):  # a fork bomb refills: keep going until none is left
-        pids = [p for p in children_of(os.getpid()) if p not in known]
-        if not pids:
+    deadline = time.monotonic() + grace_s
+    for _ in range(200):  # a fork bomb refills: keep going until none is left
+        children = {p: s for p, s in children_of(os.getpid()).items() if p not in known}
+        for pid in [p for p, s in children.items() if s in ("Z", "X")]:
+            _reap(pid)
+            del children[pid]
+        if not children:
             break
-        for pid in pids:
+        if time.monotonic() < deadline:
+            time.sleep(0.05)
+            continue
+        for pid in children:
             if len(found) < 20:
                 found.append(describe_process(pid))
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        for pid in pids:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+        for pid in children:
+            _reap(pid)
     return found
 
 

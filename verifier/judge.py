@@ -193,7 +193,7 @@ class _Job:
             raise HarnessError("the reference Model has parameters/buffers, so a cuda_forward kernel needs the task's "
                                "functional form (--functional) to receive them")
         if not build_only:
-            sflags, doc["checks"]["static"] = static_scan.scan(candidate_src, kind, device)
+            sflags, doc["checks"]["static"] = static_scan.scan(candidate_src, kind, device, reference_src)
             for f in sflags:
                 self.add(f)
         self.stage("candidate_load")

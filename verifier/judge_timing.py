@@ -211,9 +211,10 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, 
                     result = answer
                 else:
                     kept[name] = []
-                    t0 = _perf()
-                    result = timing.run_batch(dict(live)[name], sets, calls, caller, weights, keep=kept[name])
-                    walls[name] = (_perf() - t0) * 1e3
+                    with runner.frozen():
+                        t0 = _perf()
+                        result = timing.run_batch(dict(live)[name], sets, calls, caller, weights, keep=kept[name])
+                        walls[name] = (_perf() - t0) * 1e3
                 ms, host = result.get("ms"), result.get("host_ms")
                 if not (isinstance(ms, list) and isinstance(host, list) and len(ms) == len(host) == batch and
                         all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in ms + host)):

@@ -1,6 +1,7 @@
 """The judge's handle on the runner process: start it confined, ask it one thing at a time
 within a deadline, and turn every way it can misbehave (dying, hanging, writing what was not
 asked for, exiting early, leaving processes behind) into a named, blocking flag."""
+import contextlib
 import os
 import signal
 import subprocess
@@ -39,6 +40,13 @@ class CandidateRaised(Exception):
         self.flag = flag(name, True, "the candidate raised: %s" % message[-1500:], source="runner")
 
 
+def _signal(pid, sig):
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def protected_pids():
     """This process and its ancestors: the runner may signal none of them."""
     pids, pid = [], os.getpid()
@@ -75,7 +83,7 @@ class RunnerProcess:
         env = {k: v for k, v in os.environ.items() if k in _PASSED_VARIABLES or k.startswith(_PASSED_PREFIXES)}
         env.update(PYTHONPATH=PACKAGE_PARENT, PYTHONDONTWRITEBYTECODE="1", TMPDIR=self.scratch,
                    CUDA_CACHE_PATH=os.path.join(self.scratch, "cuda_cache"), PYTHONUNBUFFERED="1")
-        self.known_children = set(confine.children_of(os.getpid()))
+        self.known_children = set(confine.children_of(os.getpid()))  # before the runner exists
         self.proc = subprocess.Popen(
             [sys.executable, "-B", "-m", "verifier.runner", str(runner_read), str(runner_write)],
             cwd=self.scratch, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -134,6 +142,30 @@ class RunnerProcess:
                 pass
         subprocess.run(["rm", "-rf", self.scratch], check=False)
         return answer, flags
+
+    @contextlib.contextmanager
+    def frozen(self):
+        """The runner and everything it started, stopped (SIGSTOP) while the judge times the
+        references: no thread or process of the candidate's can load the CPU to slow the
+        baseline and fake a speedup. (Work it already queued on the GPU is not stopped; the
+        judge's clock check and the baseline's own spread show it.)"""
+        pids = self._tree()
+        for pid in pids:
+            _signal(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for pid in pids:
+                _signal(pid, signal.SIGCONT)
+
+    def _tree(self):
+        """The runner's processes: the judge's descendants that it did not have before."""
+        tree, frontier = [], [p for p in confine.children_of(os.getpid()) if p not in self.known_children]
+        while frontier and len(tree) < 4096:
+            pid = frontier.pop()
+            tree.append(pid)
+            frontier += list(confine.children_of(pid))
+        return tree
 
     def _kill(self):
         try:

@@ -110,3 +110,41 @@ def test_h200_results_fixture_shows_every_cheat_caught():
     assert len(caught) >= 16
     stale = data["documents"]["stale_memory_cu"]
     assert any(f["name"] == "stale_memory" and "KernelBench order" in f["evidence"] for f in stale["flags"])
+
+
+JUDGE_H200_RESULTS = ROOT / "tests" / "fixtures" / "h200" / "judge_cheat_suite_results.json"
+JUDGE_COST = ROOT / "tests" / "fixtures" / "h200" / "judge_cost.json"
+
+
+def test_judge_on_the_h200_caught_every_cuda_cheat_and_passed_every_honest_kernel():
+    """The judge 2.0.0 on an H200 (scripts/gpu_judge_check.sh, phase A: every CUDA-capable entry
+    of the suite as it stood before the attacks, untimed but for honest_relu_cu), with every
+    confinement measure enforced on that host."""
+    data = json.loads(JUDGE_H200_RESULTS.read_text())
+    assert data["device"] == "cuda" and data["versions"]["gpu"] == "NVIDIA H200"
+    docs = data["documents"]
+    by_name = {e["name"]: e for e in ENTRIES}
+    assert len(docs) >= 24
+    for name, doc in docs.items():
+        entry = by_name[name]
+        assert doc["versions"]["harness"] == "2.0.0"
+        confinement = doc["checks"]["confinement"]
+        assert all(v is True or (isinstance(v, str) and not v.startswith("not enforced")) for v in confinement.values())
+        assert {"pid_namespace", "own_proc", "network_namespace", "landlock", "seccomp"} <= set(confinement)
+        if entry.get("honest"):
+            assert doc["verdict"] == "passed" and not any(f["blocking"] for f in doc["flags"]), name
+        elif name == "warm_cache_cu":  # it cheats only in a timing loop; its timed run did not fit the call
+            assert doc["verdict"] == "passed" and doc["timings"].get("skipped")
+        else:
+            assert gpu_campaign.judge(entry, doc)["ok"], name
+            assert doc["verdict"] == "failed"
+    timed = docs["honest_relu_cu"]
+    unaccounted = timed["checks"]["timing"]["unaccounted_ms_per_call"]
+    assert unaccounted["median"] <= unaccounted["allowance"] and timed["speedup"]["vs_eager"] > 0
+
+
+def test_judge_cost_fixture_keeps_every_verdict():
+    data = json.loads(JUDGE_COST.read_text())
+    assert data["summary"]["same_verdicts"] == data["summary"]["entries"] == len(data["rows"]) >= 10
+    for row in data["rows"]:
+        assert row["ratio"] == pytest.approx(row["new"]["wall_s"] / row["old"]["wall_s"], abs=0.01)

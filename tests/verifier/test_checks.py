@@ -166,3 +166,20 @@ def test_static_scan_python_patterns():
     assert {"monkeypatch_in_source", "threads_in_source", "side_stream_in_source", "library_ops_in_source",
             "no_custom_kernel"} <= names
     assert "torch_compile_in_source" not in names
+
+
+def test_a_pytorch_only_model_new_calling_the_references_op_is_a_library_call():
+    """Decided from text in the judge: a candidate that hides from the op recorder at run
+    time still names the op in its source."""
+    reference = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.softmax(x, dim=1)\n"
+    hidden = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+              "        if torch._C._len_torch_dispatch_stack():\n            e = (x - x.amax(1, keepdim=True)).exp()\n"
+              "            return e / e.sum(1, keepdim=True)\n        return x.softmax(dim=1)\n")
+    manual = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+              "        e = (x - x.amax(1, keepdim=True)).exp()\n        return e / e.sum(1, keepdim=True)\n")
+    flags, summary = static.scan(hidden, "model_new", "cpu", reference)
+    assert [(f["name"], f["blocking"]) for f in flags if f["name"] == "no_custom_kernel"] == [("no_custom_kernel", True)]
+    assert summary["reference_ops_called"] == ["softmax"]
+    flags, _ = static.scan(manual, "model_new", "cpu", reference)
+    assert [(f["name"], f["blocking"]) for f in flags if f["name"] == "no_custom_kernel"] == [("no_custom_kernel", False)]
+    assert static.python_ops("y = F.conv2d(x, w)\nself.fc = nn.Linear(4, 4)\nz = x.relu_()\n") == {"conv2d", "linear", "relu"}

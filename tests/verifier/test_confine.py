@@ -115,3 +115,36 @@ def test_forked_processes_live_in_the_runners_pid_namespace(probe):
         assert probe["pid"] == 1  # the runner proper is the namespace's init: its children die with it
         assert probe["report"]["own_proc"] is True
         assert probe["judge_listed"] is False  # its /proc is its namespace's: the judge is not in it
+
+
+def test_the_judge_reaps_what_a_runner_leaves_behind_without_a_pid_namespace(tmp_path):
+    """Where no PID namespace can be had, a daemon the runner double-forks comes back to the
+    judge (a child subreaper), which kills it and names it; a child that merely died is reaped
+    without a word."""
+    runner = tmp_path / "runner.py"
+    runner.write_text(textwrap.dedent("""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(600)
+            os._exit(0)
+        if os.fork() == 0:
+            os._exit(0)
+        time.sleep(0.3)
+    """))
+    script = textwrap.dedent(f"""
+        import json, os, subprocess, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from verifier import confine
+        confine.harden_judge()
+        known = set(confine.children_of(os.getpid()))
+        subprocess.run([sys.executable, {str(runner)!r}])
+        found = confine.reap_orphans(known=known, grace_s=0.5)
+        time.sleep(0.2)
+        print(json.dumps({{"found": found, "left": sorted(set(confine.children_of(os.getpid())) - known)}}))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(seen["found"]) == 1 and seen["found"][0].startswith("pid ") and seen["left"] == []
