@@ -39,10 +39,11 @@ def best_verified(kernels):
     return kernels.filter(verified=True, remeasured_speedup_eager__isnull=False).order_by(*BEST_VERIFIED_ORDER)
 
 
-def best_claimed(kernels):
-    """Claimed-correct kernels with a claimed speedup that are neither failed nor suspected, best first."""
-    return ranked_only(kernels).filter(claimed_correct=True, claimed_speedup_native__isnull=False).order_by(
-        *BEST_CLAIMED_ORDER)
+def best_claimed(kernels, *, ranked: bool = True):
+    """Claimed-correct kernels with a claimed speedup, best first; neither failed nor suspected
+    unless `ranked` is False (a queryset the caller filtered already, e.g. with include=all)."""
+    kernels = ranked_only(kernels) if ranked else kernels
+    return kernels.filter(claimed_correct=True, claimed_speedup_native__isnull=False).order_by(*BEST_CLAIMED_ORDER)
 
 
 def excluded_reason(kernel) -> str:

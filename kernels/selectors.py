@@ -131,10 +131,11 @@ def best_kernel_ids(query: LeaderboardQuery) -> list[int]:
     kind (COALESCE evaluates the fallback lazily); failed and suspected kernels are never
     picked unless the query includes them (include=all)."""
     metric = "speedup_native" if query.sort == "task" else query.sort
+    # filter_kernels already leaves out failed and suspected kernels unless include=all.
     matching = filter_kernels(Kernel.objects.filter(task=OuterRef("pk")), query, with_task_filters=False)
     if metric == "best":
         best = Coalesce(Subquery(ranking.best_verified(matching).values("id")[:1]),
-                        Subquery(ranking.best_claimed(matching).values("id")[:1]))
+                        Subquery(ranking.best_claimed(matching, ranked=False).values("id")[:1]))
     else:
         # Ranking by re-measured numbers: "correct" means verified by our harness, not claimed.
         trusted = {"verified": True} if metric == "remeasured_speedup" else {"claimed_correct": True}

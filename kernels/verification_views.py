@@ -13,6 +13,11 @@ def latest_trusted(verifications: list, kernel):
     return next((v for v in verifications if v.id == kernel.latest_verification_id), None)
 
 
+def _day(run) -> str:
+    moment = run.finished_at or run.created_at
+    return moment.strftime("%Y-%m-%d") if moment else "an unknown day"
+
+
 def verifications_by_gpu(verifications: list) -> list[dict]:
     """[{gpu, runs}], GPUs in the order of their newest run; runs newest first."""
     groups: dict[str, list] = {}
@@ -35,8 +40,8 @@ def kernel_findings(kernel, latest) -> list[dict]:
             if flag.get("blocking") or kind in ("cheat", "library"):
                 findings.append({"name": name, "kind": kind if flag.get("blocking") else "advisory",
                                  "meaning": flag_meaning(name), "evidence": str(flag.get("evidence") or ""),
-                                 "source": f"verification {latest.id} ({latest.gpu_name or latest.device}, "
-                                           f"harness {latest.harness_version or '?'})"})
+                                 "source": f"the verification of {_day(latest)} on {latest.gpu_name or latest.device}, "
+                                           f"harness {latest.harness_version or '?'}"})
     if not kernel.verified:
         for flag in kernel.screening_flags or []:
             if isinstance(flag, dict):
