@@ -36,8 +36,11 @@ def vary_row(row: dict, index: int, rng: random.Random) -> dict:
     if row["CUDA_Runtime"] is not None:
         runtime = row["CUDA_Runtime"] * rng.uniform(0.5, 1.6)
         out["CUDA_Runtime"] = runtime
-        out["CUDA_Speedup_Native"] = row["PyTorch_Native_Runtime"] / runtime
-        out["CUDA_Speedup_Compile"] = row["PyTorch_Compile_Runtime"] / runtime
+        # A baseline the row did not measure (null) keeps its null speedup.
+        for baseline, speedup in (("PyTorch_Native_Runtime", "CUDA_Speedup_Native"),
+                                  ("PyTorch_Compile_Runtime", "CUDA_Speedup_Compile")):
+            if row[baseline] is not None:
+                out[speedup] = row[baseline] / runtime
     out["__index_level_0__"] = index
     return out
 

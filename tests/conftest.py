@@ -1,18 +1,55 @@
+"""Fixtures every test may use. The suite needs nothing outside the repository: the test
+archive is tests/archive_fixture.py's (the demo archive plus rows written for the tests), the
+H200 profiler outputs are under tests/fixtures/h200/.
+
+The shared sample (../shared beside the clone; CI has it) adds its own tests: those that use
+the `sample_path` or `sample_rows` fixtures. Where it is not there they are deselected, and
+the run says so once, instead of skipping each."""
 import json
 from pathlib import Path
 
 import pytest
 
+from tests import archive_fixture
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED = REPO_ROOT.parent / "shared"
-SAMPLE_ARCHIVE = SHARED / "data" / "sakana_archive_subset.jsonl"
-H200_FIXTURES = SHARED / "fixtures" / "h200"
+SAMPLE_ARCHIVE = REPO_ROOT.parent / "shared" / "data" / "sakana_archive_subset.jsonl"
+H200_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "h200"
+SHARED_SAMPLE_FIXTURES = {"sample_path", "sample_rows"}
+
+
+def pytest_collection_modifyitems(config, items):
+    if SAMPLE_ARCHIVE.exists():
+        return
+    on_sample = [item for item in items if SHARED_SAMPLE_FIXTURES & set(getattr(item, "fixturenames", ()))]
+    if on_sample:
+        config.hook.pytest_deselected(items=on_sample)
+        items[:] = [item for item in items if item not in on_sample]
+
+
+def pytest_terminal_summary(terminalreporter):
+    if SAMPLE_ARCHIVE.exists():
+        terminalreporter.write_line(f"shared-sample tests: ran, on {SAMPLE_ARCHIVE}")
+    else:
+        terminalreporter.write_line(f"shared-sample tests (fixtures sample_path, sample_rows): deselected, "
+                                    f"{SAMPLE_ARCHIVE} is not there")
+
+
+@pytest.fixture(scope="session")
+def archive_rows() -> list[dict]:
+    """The test archive's rows (do not mutate: copy a row with dict(row, ...))."""
+    return archive_fixture.archive_rows()
+
+
+@pytest.fixture(scope="session")
+def archive_path(archive_rows, tmp_path_factory) -> Path:
+    """The test archive as one JSONL file in the published archive's schema."""
+    return archive_fixture.write_jsonl(tmp_path_factory.mktemp("archive") / "test_archive.jsonl", archive_rows)
 
 
 @pytest.fixture(scope="session")
 def sample_path() -> Path:
-    if not SAMPLE_ARCHIVE.exists():
-        pytest.skip(f"the shared sample archive is not at {SAMPLE_ARCHIVE}")
+    """The shared sample: 102 real rows of the AI CUDA Engineer Archive (only where ../shared is)."""
     return SAMPLE_ARCHIVE
 
 

@@ -4,6 +4,7 @@ from kernels.models import Kernel, Profile, Task, Verification
 
 def archive_snapshot() -> dict:
     return {
-        model.__name__: sorted(tuple(sorted(row.items())) for row in model.objects.values())
+        # Sorted by repr: a column may hold None in one row and a number in another.
+        model.__name__: sorted((tuple(sorted(row.items())) for row in model.objects.values()), key=repr)
         for model in (Task, Kernel, Profile, Verification)
     }
