@@ -84,7 +84,8 @@ def verification_run(*, verification_id: int) -> Verification | None:
         if settings.VERIFY_REFRESH_PROFILES:  # before the result, so a finished run has its profiles
             _refresh_profiles(verification.kernel_id, run)
     Verification.objects.filter(id=verification_id, status=Verification.Status.RUNNING).update(
-        **fields_from_result(run.result), phases=run.phases, bundle_sha256=sha, finished_at=timezone.now(),
+        **fields_from_result(run.result), result=result_doc.finite(run.result), phases=run.phases, bundle_sha256=sha,
+        finished_at=timezone.now(),
         heartbeat_at=timezone.now(),
     )
     kernel_verification_state_refresh(kernel_id=verification.kernel_id)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# On a 2-GPU host, in one call: the whole cheat suite (honest kernels, cheats and attacks on the
-# verification) through the judge on GPU 0, and on GPU 1 the cost of the judge/runner split
-# against the in-process harness of 1.2.0 on the demo archive's kernels (bench/bench_judge_cost.py,
-# honest speedups side by side). Results and logs come back in $OUT.
+# In one call on a GPU host: the whole cheat suite (honest kernels, cheats and attacks on the
+# verification) through the judge, and beside it the cost of the judge/runner split against the
+# in-process harness of 1.2.0 on the demo archive's kernels (bench/bench_judge_cost.py, honest
+# speedups side by side). On one GPU both share it through the worker's device lock, so every
+# timing loop has the GPU alone; on two, each takes one. Results and logs come back in $OUT.
 #
 #   OUT=dir bash scripts/gpu_judge_check.sh [SECONDS] [OLD_VERIFIER_DIR]
 #
@@ -14,7 +15,9 @@ budget=${1:-540}
 old=${2:-.oldharness}
 work=/tmp/gpu_judge_check
 mkdir -p "$work" "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD KB_DEVICE_LOCK_DIR=$work/locks
+mkdir -p "$KB_DEVICE_LOCK_DIR"
+second=$(( $(nvidia-smi -L | wc -l) > 1 ? 1 : 0 ))
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$OUT/gpus.txt"
 uname -r > "$OUT/kernel.txt"
 python3 -c "import torch; print(torch.__version__, torch.version.cuda)" >> "$OUT/kernel.txt"
@@ -25,7 +28,7 @@ python3 -c "import torch; print(torch.__version__, torch.version.cuda)" >> "$OUT
     cp "$work/cheats/"* "$OUT/" 2>/dev/null
 ) &
 (
-    CUDA_VISIBLE_DEVICES=1 timeout "$budget" python3 bench/bench_judge_cost.py --old "$old" --device cuda \
+    CUDA_VISIBLE_DEVICES=$second timeout "$budget" python3 bench/bench_judge_cost.py --old "$old" --device cuda \
         --build-dir /tmp/kb_cost_builds --time-budget 2 --jobs 8 --out "$OUT/judge_cost.json" \
         > "$OUT/judge_cost.log" 2>&1
 ) &

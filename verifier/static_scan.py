@@ -69,6 +69,18 @@ PATTERNS = [
 ]
 
 
+# Reaching into the process around the kernel: its objects, frames and code, the processes
+# around it. No kernel needs any of it to compute its output, and every attack on the
+# verification found so far (docs/attacks.md) starts with one, so it blocks.
+INTERFERENCE = ("process_interference_in_source", [
+    r"\bgc\.get_(?:objects|referrers|referents)\b", r"\bsys\._getframe\b",
+    r"\binspect\.(?:stack|currentframe|getouterframes|getmembers)\b", r"\.f_back\b|\.f_locals\b|\.f_globals\b",
+    r"__code__\s*=(?!=)", r"\bsys\.modules\b", r"/proc/", r"\bos\.(?:fork|forkpty|setsid|kill|killpg|getppid|_exit)\b",
+    r"\bsignal\.(?:signal|pthread_kill|setitimer)\b", r"\batexit\b", r"\bsys\.excepthook\b",
+    r"\bctypes\b", r"\bptrace\b", r"\bgetppid\s*\(", r"\bkill\s*\(\s*getppid"],
+    "reaches into the process or the processes around the kernel (objects, frames, code, signals, /proc)")
+
+
 def _blank(text):
     return "".join(ch if ch == "\n" else " " for ch in text)
 
@@ -194,6 +206,11 @@ def scan(src, kind, device, reference_src=None):
         summary[name] = hits
         if hits:
             flags.append(checks.flag(name, False, "%s (%s)" % ("; ".join(hits), why), source="static"))
+    name, regexes, why = INTERFERENCE
+    hits = _hits(regexes, text)
+    summary[name] = hits
+    if hits:
+        flags.append(checks.flag(name, True, "%s (%s)" % ("; ".join(hits), why), source="static"))
     has_kernel = bool(re.search(r"__global__|\basm\s*(?:volatile\s*)?\(|\btriton\.jit\b|RawKernel|cuda\.jit", text))
     has_loop = bool(re.search(r"\bfor\s*\(|\bwhile\s*\(|parallel_for|#pragma\s+omp", text))
     builds = bool(re.search(r"load_inline|cpp_extension|\bload\s*\(|triton|cupy|numba", text))

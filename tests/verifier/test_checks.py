@@ -183,3 +183,15 @@ def test_a_pytorch_only_model_new_calling_the_references_op_is_a_library_call():
     flags, _ = static.scan(manual, "model_new", "cpu", reference)
     assert [(f["name"], f["blocking"]) for f in flags if f["name"] == "no_custom_kernel"] == [("no_custom_kernel", False)]
     assert static.python_ops("y = F.conv2d(x, w)\nself.fc = nn.Linear(4, 4)\nz = x.relu_()\n") == {"conv2d", "linear", "relu"}
+
+
+def test_reaching_into_the_process_is_blocking_and_real_kernels_do_not():
+    attack = "import gc, torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n" \
+             "        ref = [o for o in gc.get_objects() if type(o).__name__ == 'Model'][0]\n        return ref(x)\n"
+    flags, summary = static.scan(attack, "model_new", "cpu")
+    found = [f for f in flags if f["name"] == "process_interference_in_source"]
+    assert found and found[0]["blocking"] and "gc.get_objects" in found[0]["evidence"]
+    honest = ("#include <torch/extension.h>\n__global__ void k(float* o, const float* x, int n) {\n"
+              "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) o[i] = x[i] > 0 ? x[i] : 0; }\n"
+              "torch::Tensor forward(torch::Tensor x) { auto o = torch::empty_like(x); return o; }\n")
+    assert not static.scan(honest, "cuda_forward", "cuda")[1]["process_interference_in_source"]
