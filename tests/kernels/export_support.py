@@ -1,4 +1,4 @@
-"""Shared by the export tests: the sample imported, and everything the archive holds, keyed
+"""Shared by the export tests: an archive imported, and everything the archive holds, keyed
 so that two databases can be compared field by field."""
 from django.forms.models import model_to_dict
 

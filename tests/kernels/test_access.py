@@ -62,34 +62,34 @@ def upload(client, name, content, content_type="application/octet-stream", **fie
 
 # --- the upload ---------------------------------------------------------------------------
 
-def test_staff_upload_imports_the_file_and_returns_the_summary(staff, sample_path, sample_rows, settings):
-    response = upload(staff, "sakana_archive_subset.jsonl", sample_path.read_bytes())
+def test_staff_upload_imports_the_file_and_returns_the_summary(staff, archive_path, archive_rows, settings):
+    response = upload(staff, "sakana_archive_subset.jsonl", archive_path.read_bytes())
     assert response.status_code == 201, response.content
     body = response.json()
-    assert body["rows_read"] == len(sample_rows) and body["kernels_added"] == Kernel.objects.count() > 0
+    assert body["rows_read"] == len(archive_rows) and body["kernels_added"] == Kernel.objects.count() > 0
     assert body["tasks_added"] == Task.objects.count() > 0
     assert body["source_archive"] == "sakana_archive_subset" and body["file"] == "sakana_archive_subset.jsonl"
     assert sorted(body["added_kernel_ids"]) == sorted(Kernel.objects.values_list("id", flat=True))
     assert set(Kernel.objects.values_list("source_archive", flat=True)) == {"sakana_archive_subset"}
     assert upload_dir_is_empty(settings)  # the temporary copy is gone
 
-    again = upload(staff, "sakana_archive_subset.jsonl", sample_path.read_bytes())
+    again = upload(staff, "sakana_archive_subset.jsonl", archive_path.read_bytes())
     assert again.status_code == 200
     assert again.json()["kernels_added"] == 0 and again.json()["kernels_already_present"] == body["kernels_added"]
 
 
-def test_staff_upload_of_parquet_and_kernelbench_pairs(staff, sample_rows, tmp_path):
+def test_staff_upload_of_parquet_and_kernelbench_pairs(staff, archive_rows, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    level_1 = [r for r in sample_rows if r["Level_ID"] == 1]
+    level_1 = [r for r in archive_rows if r["Level_ID"] == 1]
     pq.write_table(pa.Table.from_pylist(level_1), tmp_path / "level_1.parquet")
     response = upload(staff, "level_1.parquet", (tmp_path / "level_1.parquet").read_bytes(),
                       content_type="application/vnd.apache.parquet", source="sakana-l1", hardware="NVIDIA H100")
     assert response.status_code == 201, response.content
     assert response.json()["kernels_added"] == len(level_1) == Kernel.objects.filter(source_archive="sakana-l1").count()
 
-    pairs = [{"level_id": 9, "task_id": 1, "ref_code": sample_rows[0]["PyTorch_Code_Module"],
+    pairs = [{"level_id": 9, "task_id": 1, "ref_code": archive_rows[0]["PyTorch_Code_Module"],
               "custom_code": "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, a, b):\n"
                              "        return a @ b\n"}]
     response = upload(staff, "kb.jsonl", jsonl(pairs), content_type="application/jsonl", format="kernelbench")
@@ -97,39 +97,39 @@ def test_staff_upload_of_parquet_and_kernelbench_pairs(staff, sample_rows, tmp_p
     assert Kernel.objects.filter(task__level=9).count() == 1
 
 
-def test_session_upload_needs_the_csrf_token(sample_path):
+def test_session_upload_needs_the_csrf_token(archive_path):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(User.objects.create_user("curator", is_staff=True))
-    refused = upload(client, "a.jsonl", sample_path.read_bytes())
+    refused = upload(client, "a.jsonl", archive_path.read_bytes())
     assert refused.status_code == 403 and "CSRF" in refused.json()["detail"]
     assert Kernel.objects.count() == 0
     # The kernel page's re-verify form hands out the token, as a browser would get it.
     kernel = make_kernel(make_task(1, 1, "1_Square_matrix_multiplication_"), 0)
     client.get(f"/kernels/{kernel.id}/")
     token = client.cookies["csrftoken"].value
-    accepted = client.post(URL, {"file": SimpleUploadedFile("a.jsonl", sample_path.read_bytes())},
+    accepted = client.post(URL, {"file": SimpleUploadedFile("a.jsonl", archive_path.read_bytes())},
                            format="multipart", HTTP_X_CSRFTOKEN=token)
     assert accepted.status_code == 201, accepted.content
 
 
-def test_non_staff_get_403_and_anonymous_401(member, sample_path, settings):
-    forbidden = upload(member, "a.jsonl", sample_path.read_bytes())
+def test_non_staff_get_403_and_anonymous_401(member, archive_path, settings):
+    forbidden = upload(member, "a.jsonl", archive_path.read_bytes())
     assert forbidden.status_code == 403
-    anonymous = upload(APIClient(), "a.jsonl", sample_path.read_bytes())
+    anonymous = upload(APIClient(), "a.jsonl", archive_path.read_bytes())
     assert anonymous.status_code == 401 and anonymous["WWW-Authenticate"] == "Token"
     session_member = APIClient()
     session_member.force_login(User.objects.create_user("other"))
-    assert upload(session_member, "a.jsonl", sample_path.read_bytes()).status_code == 403
+    assert upload(session_member, "a.jsonl", archive_path.read_bytes()).status_code == 403
     assert Kernel.objects.count() == 0
     assert upload_dir_is_empty(settings)
     assert APIClient().get(URL).status_code == 401  # not even a listing
 
 
-def test_oversize_upload_is_413_before_reading_and_changes_nothing(staff, sample_path, settings):
-    archive_import_file(path=sample_path)
+def test_oversize_upload_is_413_before_reading_and_changes_nothing(staff, archive_path, settings):
+    archive_import_file(path=archive_path)
     before = archive_snapshot()
     settings.ARCHIVE_MAX_UPLOAD_MB = 1
-    rows = [json.loads(line) for line in sample_path.read_text().splitlines()]
+    rows = [json.loads(line) for line in archive_path.read_text().splitlines()]
     big = jsonl([dict(r, CUDA_Code=r["CUDA_Code"] + f"\n// {i}") for i, r in enumerate(rows * 20)])
     assert len(big) > 1024 * 1024
     response = upload(staff, "big.jsonl", big)
@@ -195,8 +195,8 @@ def test_missing_or_empty_file_is_400(staff):
     "escaped.jsonl\x00.exe",
 ])
 def test_path_tricks_in_file_names_never_choose_where_the_upload_is_written(
-        staff, client_name, sample_rows, settings, tmp_path):
-    rows = [dict(sample_rows[0], CUDA_Code=sample_rows[0]["CUDA_Code"] + "\n// tricky")]
+        staff, client_name, archive_rows, settings, tmp_path):
+    rows = [dict(archive_rows[0], CUDA_Code=archive_rows[0]["CUDA_Code"] + "\n// tricky")]
     response = upload(staff, client_name, jsonl(rows))
     assert response.status_code in (201, 400, 415), response.content
     if response.status_code == 201:
@@ -209,10 +209,10 @@ def test_path_tricks_in_file_names_never_choose_where_the_upload_is_written(
     assert upload_dir_is_empty(settings)
 
 
-def test_bad_rows_are_400_naming_each_row_and_the_archive_is_unchanged(staff, sample_path, sample_rows, settings):
-    archive_import_file(path=sample_path)
+def test_bad_rows_are_400_naming_each_row_and_the_archive_is_unchanged(staff, archive_path, archive_rows, settings):
+    archive_import_file(path=archive_path)
     before = archive_snapshot()
-    rows = [dict(r, CUDA_Code=r["CUDA_Code"] + "\n// new") for r in sample_rows[:8]]
+    rows = [dict(r, CUDA_Code=r["CUDA_Code"] + "\n// new") for r in archive_rows[:8]]
     rows[2]["Level_ID"] = "one"
     del rows[5]["CUDA_Code"]
     response = upload(staff, "bad.jsonl", jsonl(rows))
@@ -226,8 +226,8 @@ def test_bad_rows_are_400_naming_each_row_and_the_archive_is_unchanged(staff, sa
     assert upload_dir_is_empty(settings)
 
 
-def test_malformed_json_and_unknown_schema_are_400_without_server_paths(staff, sample_rows, settings):
-    broken = upload(staff, "broken.jsonl", jsonl(sample_rows[:1]) + b'{"Op_Name": "x", \n')
+def test_malformed_json_and_unknown_schema_are_400_without_server_paths(staff, archive_rows, settings):
+    broken = upload(staff, "broken.jsonl", jsonl(archive_rows[:1]) + b'{"Op_Name": "x", \n')
     assert broken.status_code == 400
     assert "broken.jsonl, line 2, field '(json)': malformed JSON" in broken.json()["detail"]
     neither = upload(staff, "odd.jsonl", b'{"hello": "world"}\n')

@@ -17,9 +17,9 @@ from .export_support import HARDWARE, SOURCE, archive_contents, empty_the_archiv
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
-def test_round_trip_on_postgresql(tmp_path, sample_path):
+def test_round_trip_on_postgresql(tmp_path, archive_path):
     assert connection.vendor == "postgresql"
-    import_sample(sample_path)
+    import_sample(archive_path)
     original = archive_contents()
     dataset_export(out=tmp_path / "export", file_format="hf", batch_size=40)  # several chunks per split
     empty_the_archive()
@@ -27,8 +27,8 @@ def test_round_trip_on_postgresql(tmp_path, sample_path):
     assert archive_contents() == original
 
 
-def test_verified_download_streams_from_postgresql(client, sample_path):
-    import_sample(sample_path)
+def test_verified_download_streams_from_postgresql(client, archive_path):
+    import_sample(archive_path)
     passed, overtaken = Kernel.objects.filter(claimed_correct=True).order_by("id")[:2]
     Verification.objects.create(kernel=passed, status="passed", finished_at=timezone.now())
     Verification.objects.create(kernel=overtaken, status="passed", finished_at=timezone.now() - timezone.timedelta(hours=1))

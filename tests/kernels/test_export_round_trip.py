@@ -1,4 +1,4 @@
-"""An export of the sample, imported into an empty database, is the same archive; and the
+"""An export of the test archive, imported into an empty database, is the same archive; and the
 files read back with the published archive's exact schema."""
 import ast
 import json
@@ -34,16 +34,17 @@ def archive_features(features) -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def original(sample_path):
-    import_sample(sample_path)
+def original(archive_path):
+    import_sample(archive_path)
     return archive_contents()
 
 
 @pytest.mark.parametrize("file_format", ["hf", "parquet", "jsonl"])
-def test_export_then_import_into_an_empty_database_gives_back_the_same_archive(tmp_path, original, file_format):
+def test_export_then_import_into_an_empty_database_gives_back_the_same_archive(tmp_path, archive_rows, original,
+                                                                                file_format):
     out = tmp_path / "export"
     summary = dataset_export(out=out, file_format=file_format)
-    assert summary.split_rows == {"level_1": 34, "level_2": 34, "level_3": 34}
+    assert summary.split_rows == {split: sum(f"level_{r['Level_ID']}" == split for r in archive_rows) for split in SPLITS}
     empty_the_archive()
 
     if file_format == "jsonl":  # one file per split, imported one by one
@@ -51,7 +52,7 @@ def test_export_then_import_into_an_empty_database_gives_back_the_same_archive(t
             archive_import_file(path=out / f"{split}.jsonl", source_archive=SOURCE, hardware=HARDWARE)
     else:  # the importer reads a `datasets` folder and a folder of Parquet files as they are
         result = archive_import_file(path=out, source_archive=SOURCE, hardware=HARDWARE)
-        assert (result.kernels_added, result.rows_read) == (102, 102)
+        assert (result.kernels_added, result.rows_read) == (len(archive_rows), len(archive_rows))
 
     restored = archive_contents()
     assert restored["tasks"] == original["tasks"]
@@ -98,13 +99,23 @@ def test_code_written_for_the_published_archive_runs_unchanged(tmp_path, origina
     assert metrics["Achieved Occupancy"]["unit"] == "%"
     assert "stdout" in ast.literal_eval(best.Clang_Tidy)
     incorrect = df_l1[~df_l1.Correct]
-    assert incorrect.CUDA_Runtime.isna().all() and (incorrect.CUDA_Speedup_Native == 0.0).all()
+    assert len(incorrect) and incorrect.CUDA_Runtime.isna().all() and (incorrect.CUDA_Speedup_Native == 0.0).all()
 
 
-def test_profiles_are_the_archives_original_strings(tmp_path, sample_rows, original):
+def test_profiles_are_the_archives_original_strings(tmp_path, archive_rows, original):
     dataset_export(out=tmp_path / "jsonl", file_format="jsonl")
     exported = [json.loads(line) for split in SPLITS for line in (tmp_path / "jsonl" / f"{split}.jsonl").open()]
     by_code = {row["CUDA_Code"]: row for row in exported}
+    for row in archive_rows:
+        # Every column the archive has comes back byte for byte (null stays null, not "").
+        assert {column: by_code[row["CUDA_Code"]][column] for column in row} == row
+
+
+def test_the_shared_samples_profiles_come_back_byte_for_byte(tmp_path, sample_path, sample_rows):
+    import_sample(sample_path)
+    dataset_export(out=tmp_path / "jsonl", file_format="jsonl")
+    exported = [json.loads(line) for split in SPLITS for line in (tmp_path / "jsonl" / f"{split}.jsonl").open()]
+    by_code = {row["CUDA_Code"]: row for row in exported}
+    assert len(by_code) == len(sample_rows) == 102
     for row in sample_rows:
-        # Every column the sample has comes back byte for byte (null stays null, not "").
         assert {column: by_code[row["CUDA_Code"]][column] for column in row} == row

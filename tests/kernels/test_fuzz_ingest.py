@@ -113,6 +113,7 @@ def _storable(record: KernelRecord) -> None:
 
 
 ARCHIVE_COLUMNS = [*archive_schema.COLUMNS, "Kernel_Kind", "Hardware", "Experiment"]
+ROW_INDEX_MAX = 1000  # taken modulo the test archive's length
 
 
 def _mutations(columns):
@@ -130,9 +131,9 @@ def _mutate(row: dict, mutation) -> dict:
 
 
 @FAST
-@given(index=st.integers(min_value=0, max_value=101), mutation=_mutations(ARCHIVE_COLUMNS))
-def test_archive_row_schema_accepts_storable_records_or_names_the_field(sample_rows, index, mutation):
-    row = _mutate(sample_rows[index], mutation)
+@given(index=st.integers(min_value=0, max_value=ROW_INDEX_MAX), mutation=_mutations(ARCHIVE_COLUMNS))
+def test_archive_row_schema_accepts_storable_records_or_names_the_field(archive_rows, index, mutation):
+    row = _mutate(archive_rows[index % len(archive_rows)], mutation)
     try:
         record = archive_row_to_record(row)
     except fields.FieldProblem as problem:
@@ -163,9 +164,9 @@ KERNELBENCH_COLUMNS = ["level_id", "task_id", "ref_code", "custom_code", "kernel
 
 
 @FAST
-@given(index=st.integers(min_value=0, max_value=101), mutation=_mutations(KERNELBENCH_COLUMNS))
-def test_kernelbench_schema_accepts_storable_records_or_names_the_field(sample_rows, index, mutation):
-    row = _mutate(_kernelbench_row(sample_rows[index]), mutation)
+@given(index=st.integers(min_value=0, max_value=ROW_INDEX_MAX), mutation=_mutations(KERNELBENCH_COLUMNS))
+def test_kernelbench_schema_accepts_storable_records_or_names_the_field(archive_rows, index, mutation):
+    row = _mutate(_kernelbench_row(archive_rows[index % len(archive_rows)]), mutation)
     try:
         record = kernelbench_row_to_record(row)
     except fields.FieldProblem as problem:
@@ -193,9 +194,9 @@ def _json_line(row: dict) -> bytes:
 
 
 @pytest.mark.django_db
-def test_a_file_with_junk_is_refused_whole_and_changes_nothing(tmp_path, sample_path, sample_rows):
+def test_a_file_with_junk_is_refused_whole_and_changes_nothing(tmp_path, archive_path, archive_rows):
     """Real rows (some mutated) mixed with junk lines, imported the real way in each format."""
-    archive_import_file(path=sample_path)  # the archive already holds the sample
+    archive_import_file(path=archive_path)  # the archive already holds the test archive
     before = archive_snapshot()
     counter = iter(range(10**6))
 
@@ -205,7 +206,7 @@ def test_a_file_with_junk_is_refused_whole_and_changes_nothing(tmp_path, sample_
         schema = data.draw(st.sampled_from(["auto", "archive", "kernelbench"]), label="schema")
         lines = []
         for _ in range(data.draw(st.integers(min_value=0, max_value=3), label="good rows")):
-            row = dict(data.draw(st.sampled_from(sample_rows)))
+            row = dict(data.draw(st.sampled_from(archive_rows)))
             row["CUDA_Code"] += "\n// fuzzed copy"  # new code: a half-import would add kernels
             if data.draw(st.booleans(), label="mutate"):
                 row = _mutate(row, data.draw(_mutations(ARCHIVE_COLUMNS), label="mutation"))
@@ -254,8 +255,8 @@ def test_unreadable_first_lines_are_ingest_errors(tmp_path, line, schema):
 @pytest.mark.django_db
 @pytest.mark.parametrize("column", ["Kernel_Name", "CUDA_Code", "Op_Name", "NCU_Profile"])
 @pytest.mark.parametrize("bad", ["\ud800", "\x00"])
-def test_strings_the_database_cannot_store_are_refused_by_name(tmp_path, sample_rows, column, bad):
-    row = dict(sample_rows[0])
+def test_strings_the_database_cannot_store_are_refused_by_name(tmp_path, archive_rows, column, bad):
+    row = dict(archive_rows[0])
     row[column] = f"{{'metrics': {{}}, 'x': '{bad}'}}" if column == "NCU_Profile" else f"a{bad}b"
     path = tmp_path / "nasty.jsonl"
     path.write_bytes(json.dumps(row).encode() + b"\n")
@@ -267,8 +268,8 @@ def test_strings_the_database_cannot_store_are_refused_by_name(tmp_path, sample_
 @pytest.mark.django_db
 @pytest.mark.parametrize("column, value", [("Level_ID", 2**15), ("Task_ID", 2**31), ("__index_level_0__", 2**63),
                                            ("CUDA_Runtime", 10**400)])
-def test_numbers_too_large_to_store_are_refused_by_name(tmp_path, sample_rows, column, value):
+def test_numbers_too_large_to_store_are_refused_by_name(tmp_path, archive_rows, column, value):
     path = tmp_path / "huge.jsonl"
-    path.write_bytes(json.dumps(dict(sample_rows[0], **{column: value})).encode() + b"\n")
+    path.write_bytes(json.dumps(dict(archive_rows[0], **{column: value})).encode() + b"\n")
     with pytest.raises(IngestError, match=f"huge.jsonl, line 1, field '{column}'"):
         archive_import_file(path=path)

@@ -18,29 +18,30 @@ def test_runs_on_postgresql():
     assert connection.vendor == "postgresql", "the postgres pass must run with DATABASE_URL set"
 
 
-def test_sample_import_is_idempotent_and_profiles_are_jsonb(sample_path):
-    first = archive_import_file(path=sample_path)
-    again = archive_import_file(path=sample_path)
-    assert (first.kernels_added, again.kernels_added, again.kernels_already_present) == (102, 0, 102)
+def test_archive_import_is_idempotent_and_profiles_are_jsonb(archive_path, archive_rows):
+    first = archive_import_file(path=archive_path)
+    again = archive_import_file(path=archive_path)
+    rows = len(archive_rows)
+    assert (first.kernels_added, again.kernels_added, again.kernels_already_present) == (rows, 0, rows)
     # jsonb answers queries into the parsed profile.
     occupied = Profile.objects.filter(kind="ncu", parsed__metrics__has_key="Achieved Occupancy").count()
     assert occupied == Profile.objects.filter(kind="ncu").count() > 0
 
 
-def test_nan_in_a_profile_is_stored_as_null_in_jsonb(tmp_path, sample_rows):
-    row = dict(sample_rows[0], NCU_Profile="{'metrics': {'SM Busy': {'unit': '%', 'avg_value': nan, 'n': 5}}}")
+def test_nan_in_a_profile_is_stored_as_null_in_jsonb(tmp_path, archive_rows):
+    row = dict(archive_rows[0], NCU_Profile="{'metrics': {'SM Busy': {'unit': '%', 'avg_value': nan, 'n': 5}}}")
     path = tmp_path / "nan.jsonl"
     path.write_text(json.dumps(row) + "\n")
     archive_import_file(path=path)
     assert Kernel.objects.get().profiles.get(kind="ncu").parsed["metrics"]["SM Busy"]["avg_value"] is None
 
 
-def test_rejected_file_leaves_postgres_unchanged(tmp_path, sample_path, sample_rows):
-    archive_import_file(path=sample_path)
+def test_rejected_file_leaves_postgres_unchanged(tmp_path, archive_path, archive_rows):
+    archive_import_file(path=archive_path)
     before = archive_snapshot()
-    rows = [dict(r, CUDA_Code=r["CUDA_Code"] + "\n// v2") for r in sample_rows] + [dict(sample_rows[0], Level_ID="x")]
+    rows = [dict(r, CUDA_Code=r["CUDA_Code"] + "\n// v2") for r in archive_rows] + [dict(archive_rows[0], Level_ID="x")]
     path = tmp_path / "bad.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(IngestError, match="line 103, field 'Level_ID'"):
+    with pytest.raises(IngestError, match=f"line {len(rows)}, field 'Level_ID'"):
         archive_import_file(path=path)
     assert archive_snapshot() == before
