@@ -1,6 +1,6 @@
 """Schemathesis against the OpenAPI schema the site serves (/api/schema/): every operation,
-called through the real WSGI application on a database holding the 102 sample kernels with
-their search index, with generated (valid and invalid) parameters, must never answer 5xx.
+called through the real WSGI application on a database holding the test archive's kernels
+with their search index, with generated (valid and invalid) parameters, must never answer 5xx.
 
 Bounded for two busy cores: EXAMPLES per operation, about a minute in all. Under test-sqlite
 this runs on SQLite; DATABASE_URL=postgres://... runs it on PostgreSQL (stricter about text)."""
@@ -30,8 +30,8 @@ def keep_test_connection():
 
 
 @pytest.mark.django_db
-def test_no_operation_answers_5xx(sample_path, generous_throttles, keep_test_connection):
-    archive_import_file(path=sample_path, hardware="NVIDIA H100")
+def test_no_operation_answers_5xx(archive_path, generous_throttles, keep_test_connection):
+    archive_import_file(path=archive_path, hardware="NVIDIA H100")
     search_services.search_index_rebuild()  # search and related kernels answer from a real index
     schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application())
     operations = [result.ok() for result in schema.get_all_operations()]
@@ -64,7 +64,7 @@ def test_no_operation_answers_5xx(sample_path, generous_throttles, keep_test_con
     "/api/map/?highlight=99999999999999999999", "/leaderboard/?page=%C2%B2", "/leaderboard/?hardware=%00",
     "/search/?q=%00",
 ])
-def test_hostile_query_parameters_are_4xx_not_5xx(client, sample_path, url):
-    archive_import_file(path=sample_path)
+def test_hostile_query_parameters_are_4xx_not_5xx(client, archive_path, url):
+    archive_import_file(path=archive_path)
     response = client.get(url)
     assert response.status_code < 500, (url, response.status_code)

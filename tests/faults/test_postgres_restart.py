@@ -41,17 +41,18 @@ def rows_done(progress: str) -> int:
     return int(counts[-1]) if counts else 0
 
 
-def test_restart_mid_import_writes_nothing_and_a_rerun_completes(private_postgres, tmp_path, sample_path):
+def test_restart_mid_import_writes_nothing_and_a_rerun_completes(private_postgres, tmp_path, archive_path,
+                                                                  archive_rows):
     with psycopg.connect(private_postgres.url(), autocommit=True) as connection:
         connection.execute("CREATE DATABASE archive")
     env = base_env(tmp_path / "data", DATABASE_URL=private_postgres.url("archive"))
     manage(env, "migrate", "-v0")
-    manage(env, "import_archive", str(sample_path), "--no-progress")  # the archive holds something already
+    manage(env, "import_archive", str(archive_path), "--no-progress")  # the archive holds something already
     big = tmp_path / "big.jsonl"
-    subprocess.run([sys.executable, "bench/generate_archive.py", "--rows", str(ROWS), "--sample", str(sample_path),
+    subprocess.run([sys.executable, "bench/generate_archive.py", "--rows", str(ROWS), "--sample", str(archive_path),
                     "--out", str(big)], cwd=REPO, check=True, capture_output=True)
     before = table_counts(private_postgres.url("archive"))
-    assert before["kernels_kernel"] == 102
+    assert before["kernels_kernel"] == len(archive_rows)
 
     progress_path = tmp_path / "progress.txt"
     with progress_path.open("w") as progress:
@@ -76,5 +77,5 @@ def test_restart_mid_import_writes_nothing_and_a_rerun_completes(private_postgre
     again = manage(env, "import_archive", str(big), "--no-progress")
     assert f"kernels added:            {ROWS}" in again.stdout, again.stdout
     after = table_counts(private_postgres.url("archive"))
-    assert after["kernels_kernel"] == 102 + ROWS
+    assert after["kernels_kernel"] == len(archive_rows) + ROWS
     assert after["kernels_task"] >= before["kernels_task"]

@@ -1,4 +1,4 @@
-"""Fixtures of the search tests: the real model, loaded once, and the 102 sample kernels
+"""Fixtures of the search tests: the real model, loaded once, and the archive's kernels
 embedded once per session (later tests reuse the vectors by text)."""
 import numpy as np
 import pytest
@@ -39,13 +39,20 @@ def huey_immediate(monkeypatch):
 
 
 @pytest.fixture
-def sample_archive(db, sample_path):
-    return archive_import_file(path=sample_path, hardware="NVIDIA H100")
+def imported_archive(db, archive_path):
+    return archive_import_file(path=archive_path, hardware="NVIDIA H100")
 
 
 @pytest.fixture
-def indexed_sample(sample_archive, embed_once):
-    """The sample imported, embedded and indexed, the way `build_index` does it."""
+def indexed_archive(imported_archive, embed_once, archive_rows):
+    """The test archive imported, embedded and indexed, the way `build_index` does it."""
     size = services.search_index_rebuild()
-    assert size == KernelEmbedding.objects.count() == 102
-    return sample_archive
+    assert size == KernelEmbedding.objects.count() == len(archive_rows)
+    return imported_archive
+
+
+@pytest.fixture
+def indexed_shared_sample(db, sample_path, embed_once):
+    """The shared sample's 102 kernels (3 tasks, 34 each), imported and indexed."""
+    archive_import_file(path=sample_path, hardware="NVIDIA H100")
+    assert services.search_index_rebuild() == 102

@@ -30,30 +30,31 @@ def browser_page():
 
 
 @pytest.fixture
-def mapped_sample(sample_archive, embed_once):
+def mapped_sample(imported_archive, embed_once):
     """Index and map built; the database is set up before the browser starts, because
     playwright's sync API runs an event loop in this thread and Django then refuses ORM calls."""
     services.search_index_rebuild()
-    assert services.map_build() == 102
-    return Kernel.objects.filter(task__level=2).order_by("id").first()
+    count = services.map_build()
+    assert count == Kernel.objects.count()
+    return Kernel.objects.filter(task__level=2).order_by("id").first(), count
 
 
 @pytest.fixture
-def indexed(sample_archive, embed_once):
+def indexed(imported_archive, embed_once):
     services.search_index_rebuild()
 
 
 def test_map_draws_every_kernel_and_a_click_opens_its_page(live_server, mapped_sample, browser_page):
-    highlighted = mapped_sample
+    highlighted, n = mapped_sample
     page, errors = browser_page
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     page.goto(f"{live_server.url}/map/?highlight={highlighted.id}")
     page.wait_for_selector("#kernel-map[data-points-drawn]", state="attached", timeout=30_000)
-    assert page.get_attribute("#kernel-map", "data-points-drawn") == "102"
+    assert page.get_attribute("#kernel-map", "data-points-drawn") == str(n)
     traces = page.evaluate("""() => document.getElementById('kernel-map')._fullData.map(
         t => ({name: t.name, type: t.type, points: t.x.length}))""")
-    assert sum(t["points"] for t in traces if t["name"] != "highlighted") == 102
+    assert sum(t["points"] for t in traces if t["name"] != "highlighted") == n
     assert {t["type"] for t in traces} <= {"scattergl", "scatter"}
     assert [t["points"] for t in traces if t["name"] == "highlighted"] == [1]
     assert page.locator("#kernel-map canvas, #kernel-map svg .point").count() > 0
@@ -107,6 +108,7 @@ def test_search_page_in_the_browser(live_server, indexed, browser_page):
     page.click("button[type=submit]")
     page.wait_for_selector("table.kernel-hits tbody tr")
     tasks = page.locator("table.kernel-hits tbody tr td:nth-child(2)").all_inner_texts()
-    assert tasks and all(task.startswith("L1 T1") for task in tasks)
+    assert tasks and all(task.startswith("L1 T") for task in tasks)
+    assert tasks[0].startswith("L1 T903")  # the square matmul task's tiled kernel
     page.screenshot(path=str(SCREENSHOTS / "search_results.png"), full_page=True)
     assert not errors

@@ -1,4 +1,5 @@
-"""Semantic search, related kernels and the jobs that keep the index current, on the sample."""
+"""Semantic search, related kernels and the jobs that keep the index current, on the test
+archive (6 tasks, 2 to 5 kernels each); retrieval quality at scale on the shared sample."""
 from collections import Counter
 
 import pytest
@@ -16,14 +17,29 @@ def task_of(hit):
     return (hit.level, hit.task_number)
 
 
-def test_square_matrix_multiplication_ranks_level_1_task_1_first(indexed_sample):
+def square_matmul_task() -> Task:
+    return Task.objects.get(op_name__endswith="_Square_matmul_1024_demo")
+
+
+def test_square_matrix_multiplication_ranks_the_square_matmul_task_first(indexed_archive):
+    results = selectors.search_kernels(query="square matrix multiplication", limit=10)
+    assert results.state == "ready"
+    task = square_matmul_task()
+    # Its kernels (4 of the archive's 22) take the first places but one.
+    assert task_of(results.hits[0]) == (task.level, task.task_number)
+    top = {hit.kernel_id for hit in results.hits[:task.kernels.count() + 1]}
+    assert set(task.kernels.values_list("id", flat=True)) <= top
+    assert results.hits[0].similarity > results.hits[-1].similarity > 0
+
+
+def test_square_matrix_multiplication_ranks_level_1_task_1_first_on_the_shared_sample(indexed_shared_sample):
     results = selectors.search_kernels(query="square matrix multiplication", limit=10)
     assert results.state == "ready"
     assert [task_of(hit) for hit in results.hits] == [(1, 1)] * 10
     assert results.hits[0].similarity > results.hits[-1].similarity > 0
 
 
-def test_filters_level_correctness_and_technique(indexed_sample):
+def test_filters_level_correctness_and_technique(indexed_archive):
     level_2 = selectors.search_kernels(query="matrix multiplication", level=2, limit=10).hits
     assert level_2 and all(hit.level == 2 for hit in level_2)
     correct = selectors.search_kernels(query="convolution relu", correct_only=True, limit=100).hits
@@ -34,13 +50,25 @@ def test_filters_level_correctness_and_technique(indexed_sample):
     assert "warp shuffles" in shuffles[0].technique_labels
 
 
-def test_pasted_code_finds_its_kernel(indexed_sample):
-    kernel = Kernel.objects.filter(task__level=3).order_by("id")[5]
+@pytest.mark.parametrize("index", [0, 2, 4])
+def test_pasted_code_finds_its_kernel(indexed_archive, index):
+    kernel = Kernel.objects.filter(task__level=3).order_by("id")[index]
     hit = selectors.search_kernels(query=kernel.code, limit=3).hits[0]
     assert hit.kernel_id == kernel.id and hit.similarity > 0.95
 
 
-def test_related_kernels_are_mostly_from_the_same_task(indexed_sample):
+def test_a_kernels_nearest_neighbour_solves_the_same_task(indexed_archive):
+    """On the test archive: for every task with three kernels or more."""
+    tasks = [task for task in Task.objects.all() if task.kernels.count() >= 3]
+    assert len(tasks) >= 4
+    for task in tasks:
+        kernel = task.kernels.order_by("id").first()
+        related = selectors.related_kernels(kernel.id, k=10)
+        assert len(related) == 10 and kernel.id not in {hit.kernel_id for hit in related}
+        assert task_of(related[0]) == (task.level, task.task_number), (task, [task_of(hit) for hit in related])
+
+
+def test_related_kernels_are_mostly_from_the_same_task_on_the_shared_sample(indexed_shared_sample):
     for task in Task.objects.all():
         kernel = task.kernels.order_by("id").first()
         related = selectors.related_kernels(kernel.id, k=10)
@@ -49,7 +77,7 @@ def test_related_kernels_are_mostly_from_the_same_task(indexed_sample):
         assert same_task >= 8, (task, Counter(task_of(hit) for hit in related))
 
 
-def test_exact_duplicates_are_folded(indexed_sample, embed_once):
+def test_exact_duplicates_are_folded(indexed_archive, embed_once):
     original = Kernel.objects.filter(task__level=1).order_by("id").first()
     other_task = Task.objects.create(level=1, task_number=99, op_name="99_Square_matrix_multiplication_copy",
                                      reference_code="")
@@ -65,34 +93,36 @@ def test_exact_duplicates_are_folded(indexed_sample, embed_once):
     assert len(folded) == 1 and folded[0].duplicates_folded == 1
 
 
-def test_embeddings_are_skipped_when_text_is_unchanged(indexed_sample):
+def test_embeddings_are_skipped_when_text_is_unchanged(indexed_archive):
     summary = services.kernel_embeddings_update()
-    assert (summary.kernels, summary.embedded, summary.unchanged) == (102, 0, 102)
+    n = Kernel.objects.count()
+    assert (summary.kernels, summary.embedded, summary.unchanged) == (n, 0, n)
     kernel = Kernel.objects.order_by("id").first()
     kernel.name = "renamed_kernel"
     kernel.save()
     assert services.kernel_embeddings_update().embedded == 1
 
 
-def test_import_queues_an_incremental_update_after_commit(indexed_sample, huey_immediate,
+def test_import_queues_an_incremental_update_after_commit(indexed_archive, huey_immediate,
                                                           django_capture_on_commit_callbacks):
-    task = Task.objects.get(level=1, task_number=1)
+    task = square_matmul_task()
+    n = Kernel.objects.count()
     code = "__global__ void transpose_kernel(float* a) { __shared__ float tile[32][33]; }"
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         kernel = Kernel.objects.create(task=task, name="transpose_new", kind="cuda_forward", code=code,
                                        code_sha256="f" * 64, source_archive="new",
                                        technique_tags=encode_tags(detect_techniques(code)))
         services.queue_index_update([kernel.id])
-        assert storage.index_reader().size() == 102  # nothing happens before the commit
+        assert storage.index_reader().size() == n  # nothing happens before the commit
     assert len(callbacks) == 1
     callbacks[0]()
-    assert storage.index_reader().size() == 103
+    assert storage.index_reader().size() == n + 1
     assert KernelEmbedding.objects.filter(kernel=kernel).exists()
     assert selectors.search_kernels(query=code, limit=1).hits[0].kernel_id == kernel.id
 
 
 @pytest.mark.parametrize("damage", ["missing", "corrupt"])
-def test_a_missing_or_corrupt_index_says_rebuilding_and_queues_one_rebuild(sample_archive, embed_once, monkeypatch,
+def test_a_missing_or_corrupt_index_says_rebuilding_and_queues_one_rebuild(imported_archive, embed_once, monkeypatch,
                                                                            damage):
     services.search_index_rebuild()
     if damage == "missing":
@@ -108,13 +138,13 @@ def test_a_missing_or_corrupt_index_says_rebuilding_and_queues_one_rebuild(sampl
     assert selectors.related_kernels(Kernel.objects.first().id) == []
 
 
-def test_the_queued_rebuild_brings_search_back(sample_archive, embed_once, huey_immediate):
+def test_the_queued_rebuild_brings_search_back(imported_archive, embed_once, huey_immediate):
     assert selectors.search_kernels(query="matrix multiplication").state == "rebuilding"
     assert selectors.search_kernels(query="matrix multiplication").state == "ready"
     assert not storage.rebuild_requested_recently()
 
 
-def test_related_include_renders_the_rows(indexed_sample):
+def test_related_include_renders_the_rows(indexed_archive):
     kernel = Kernel.objects.filter(task__level=2).first()
     html = render_to_string("search/_related.html", {"related": selectors.related_kernels(kernel.id)})
     assert html.count("data-kernel-id=") == 10 and "Related kernels" in html and "/kernels/" in html
