@@ -1,6 +1,10 @@
 """The worker's clang-tidy profile: the real clang-tidy (from requirements) on the project's
-C++ candidates, a planted bug and a sample CUDA kernel; stored once per kernel; shown on
-the kernel page."""
+C++ candidates, a planted bug and an archive's CUDA kernel; stored once per kernel; shown on
+the kernel page.
+
+Linting anything that includes torch/extension.h parses all of torch's headers (about half a
+minute of a core): three tests do (a candidate, an archive kernel, the lint a stopping worker
+must not kill); the planted bugs are plain C++, so their lints take a second."""
 from pathlib import Path
 
 import pytest
@@ -11,11 +15,11 @@ from kernels.models import Profile
 from tests.kernels.kernel_factories import make_kernel, make_task
 
 CANDIDATES = Path(__file__).resolve().parents[2] / "verifier" / "cheat_suite" / "candidates"
-PLANTED = """#include <torch/extension.h>
+PLANTED = """#include <cstdint>
 #define SQUARE(x) x * x
 
-torch::Tensor forward(torch::Tensor x) {
-    int64_t n = x.numel();
+int64_t forward(int64_t x) {
+    int64_t n = x + 1;
     int half = n / 2;
     return x * SQUARE(half);
 }
@@ -43,13 +47,13 @@ def test_python_kernels_have_nothing_to_lint():
     assert run_clang_tidy("class ModelNew: pass", kind="model_new") is None
 
 
-def test_sample_cuda_kernel_without_a_toolkit_returns_the_archive_structure(sample_rows):
-    source = sample_rows[0]["CUDA_Code"]
+def test_archive_cuda_kernel_without_a_toolkit_returns_the_archive_structure(archive_rows):
+    source = next(row["CUDA_Code"] for row in archive_rows if row["Kernel_Name"] == "matmul_naive_untiled")
     result = run_clang_tidy(source, kind="cuda_forward", cuda_home=None)
     assert set(result) == {"stdout", "stderr", "errored"}
     assert "no CUDA toolkit was found" in result["stderr"]
     checks = {d["check"] for d in parse_clang_tidy_output(result["stdout"])}
-    assert "bugprone-narrowing-conversions" in checks  # int tx = threadIdx.x, as in the archive
+    assert "bugprone-narrowing-conversions" in checks  # int row = blockIdx.y * ..., as the H200's lint found
     assert all(d["file"] == "kernel.cu" for d in parse_clang_tidy_output(result["stdout"]) if d["check"] != "clang-diagnostic-error")
     if result["errored"]:
         assert "error" in result["stdout"] + result["stderr"]
