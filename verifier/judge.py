@@ -41,6 +41,7 @@ from . import result
 from . import SHIPPED_MODULES
 from . import static_scan
 from .runner_process import CandidateRaised, RunnerFailure, RunnerProcess
+from .trials import _brief, _sample  # one record and sample shape for the runner's trials and the judge's
 
 DEFAULT_SEED_COUNT = 3
 # Measured choice (docs/harness.md): honest fp32 kernels of the sample differ from torch by
@@ -351,24 +352,9 @@ def _compare(leaves, ref_leaves, tol):
     return checks.compare(leaves, ref_leaves, tol)
 
 
-def _brief(cmp):
-    return {k: cmp.get(k) for k in ("passed", "max_abs_err", "rel_norm_err", "mismatched", "elements",
-                                    "nonfinite_where_ref_finite", "poisoned", "reason")}
-
-
 def _same_shapes(cand, ref):
     return len(cand) == len(ref) and all(isinstance(c, torch.Tensor) and tuple(c.shape) == tuple(r.shape)
                                          for c, r in zip(cand, ref) if isinstance(r, torch.Tensor))
-
-
-def _sample(leaves):
-    tensors = [t for t in leaves if isinstance(t, torch.Tensor)]
-    if not tensors:
-        return None
-    try:
-        return torch.cat([inp.subsample(t) for t in tensors])
-    except Exception:
-        return None
 
 
 def shipped_files_sha256():

@@ -26,8 +26,8 @@ def build_dir():
     return os.environ.get("KB_HARNESS_TEST_BUILD_DIR") or harness_build.default_build_dir()
 
 
-def run_cli(args, cwd=ROOT, module=True, timeout=900):
-    cmd = [sys.executable, "-m", "verifier.harness"] if module else [sys.executable, "-E", "-s", "harness.py"]
+def run_cli(args, cwd=ROOT, module="verifier.judge", isolated=False, timeout=900):
+    cmd = [sys.executable] + (["-E", "-s"] if isolated else []) + ["-m", module]
     proc = subprocess.run(cmd + [str(a) for a in args] + ["--build-dir", build_dir()], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
