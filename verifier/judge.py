@@ -153,7 +153,9 @@ class _Job:
         result.add_flag(self.doc["flags"], entry)
 
     def blocked(self):
-        return any(f["blocking"] for f in self.doc["flags"] + self.runner_flags())
+        """A blocking finding from running the candidate. Static findings block the verdict
+        but not timing: the timed-call checks still have their say, as evidence."""
+        return any(f["blocking"] and f.get("source") != "static" for f in self.doc["flags"] + self.runner_flags())
 
     def runner_flags(self):
         out = []
@@ -242,7 +244,8 @@ class _Job:
         if not time_it:
             doc["timings"] = {"skipped": "timing disabled (--no-timing)"}
         elif self.blocked() or failed:
-            doc["timings"] = {"skipped": "not timed: the candidate failed correctness or raised a blocking flag"}
+            doc["timings"] = {"skipped": "not timed: the candidate failed correctness or raised a blocking flag "
+                                         "when it ran"}
         else:
             self.stage("timing_setup")
             budget = timing_budget_s if timing_budget_s is not None else (10.0 if device == "cuda" else 3.0)
