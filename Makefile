@@ -14,6 +14,19 @@ PORT ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/kernel_archive
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 PYTEST := $(PY) -m pytest
+# pytest-xdist, one worker per core; --dist loadfile keeps a file's tests on one worker, so a
+# module or session fixture (an imported archive, a built cheat suite) runs once per run.
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+XDIST := -n $(TEST_WORKERS) --dist loadfile
+TEST_STARTED := $(shell date +%s)
+
+# $(call timed,PART,COMMAND): runs one part of `make test` and says how long it took, with the
+# load average at its start and end (other work on the 2 cores slows every part), in CI's log.
+define timed
+	@start=$$(date +%s); load=$$(cut -d' ' -f1-3 /proc/loadavg); $(2); status=$$?; \
+	echo "[make test] $(1): $$(( $$(date +%s) - start )) s (load average $$load at the start, $$(cut -d' ' -f1-3 /proc/loadavg) at the end)"; \
+	exit $$status
+endef
 
 .PHONY: install browser demo test test-sqlite test-postgres migrate import index serve bench
 
@@ -46,19 +59,25 @@ demo: index
 	@echo "Serving http://$(HOST):$(PORT)/ with a worker; Ctrl-C stops both."
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} bash -c 'trap "kill 0" EXIT; $(PY) manage.py run_huey & $(PY) manage.py runserver $(HOST):$(PORT) --noreload'
 
-test: install browser test-sqlite test-postgres
+test:
+	$(call timed,install,$(MAKE) --no-print-directory install)
+	$(call timed,browser,$(MAKE) --no-print-directory browser)
+	$(call timed,test-sqlite,$(MAKE) --no-print-directory test-sqlite)
+	$(call timed,test-postgres,$(MAKE) --no-print-directory test-postgres)
+	@echo "[make test] all: $$(( $$(date +%s) - $(TEST_STARTED) )) s on $$(nproc) cores"
 
 # Debian's Chromium for the browser tests (needs root or sudo; a no-op when present).
 browser:
 	bash scripts/install_chromium.sh
 
-# Tests keep their queue, index and media files out of ./data.
-test-sqlite:
-	ARCHIVE_DATA_DIR=$$(mktemp -d) $(PYTEST) -m "not postgres" -q
+# Everything, on SQLite. Tests keep their queue, index and media files out of ./data.
+test-sqlite: install
+	ARCHIVE_DATA_DIR=$$(mktemp -d) $(PYTEST) $(XDIST) -m "not postgres" -q --durations=15
 
-# The scale-out path against the real servers on 127.0.0.1.
-test-postgres:
-	ARCHIVE_DATA_DIR=$$(mktemp -d) DATABASE_URL=$(TEST_DATABASE_URL) $(PYTEST) -q -m "not browser and not slow" tests/kernels tests/search tests/faults
+# The scale-out path against the real servers on 127.0.0.1: of these folders, the tests that
+# use the database (tests/conftest.py leaves out the others, which cannot differ).
+test-postgres: install
+	ARCHIVE_DATA_DIR=$$(mktemp -d) DATABASE_URL=$(TEST_DATABASE_URL) $(PYTEST) $(XDIST) -q -m "not browser and not slow" --durations=5 tests/kernels tests/search tests/faults
 
 bench: install
 	$(PY) bench/run.py

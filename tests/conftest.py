@@ -18,13 +18,31 @@ H200_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "h200"
 SHARED_SAMPLE_FIXTURES = {"sample_path", "sample_rows"}
 
 
+DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences",
+                     "django_db_serialized_rollback"}
+
+
+def _uses_the_database(item) -> bool:
+    return item.get_closest_marker("django_db") is not None or bool(DATABASE_FIXTURES & set(item.fixturenames))
+
+
+def _on_postgresql() -> bool:
+    from django.db import connection
+
+    return connection.vendor == "postgresql"
+
+
 def pytest_collection_modifyitems(config, items):
-    if SAMPLE_ARCHIVE.exists():
-        return
-    on_sample = [item for item in items if SHARED_SAMPLE_FIXTURES & set(getattr(item, "fixturenames", ()))]
-    if on_sample:
-        config.hook.pytest_deselected(items=on_sample)
-        items[:] = [item for item in items if item not in on_sample]
+    leave_out = []
+    if not SAMPLE_ARCHIVE.exists():
+        leave_out += [item for item in items if SHARED_SAMPLE_FIXTURES & set(getattr(item, "fixturenames", ()))]
+    if _on_postgresql():
+        # The PostgreSQL pass (make test-postgres) is for what can differ there: queries, storage
+        # limits, transactions. A test that never touches the database ran in the SQLite pass.
+        leave_out += [item for item in items if not _uses_the_database(item)]
+    if leave_out:
+        config.hook.pytest_deselected(items=leave_out)
+        items[:] = [item for item in items if item not in set(leave_out)]
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -33,6 +51,8 @@ def pytest_terminal_summary(terminalreporter):
     else:
         terminalreporter.write_line(f"shared-sample tests (fixtures sample_path, sample_rows): deselected, "
                                     f"{SAMPLE_ARCHIVE} is not there")
+    if _on_postgresql():
+        terminalreporter.write_line("PostgreSQL pass: tests that use no database were left out (the SQLite pass ran them)")
 
 
 @pytest.fixture(scope="session")
