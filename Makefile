@@ -1,4 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Everything else is a step of theirs.
+SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -20,12 +21,14 @@ TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 XDIST := -n $(TEST_WORKERS) --dist loadfile
 TEST_STARTED := $(shell date +%s)
 
-# $(call timed,PART,COMMAND): runs one part of `make test` and says how long it took, with the
-# load average at its start and end (other work on the 2 cores slows every part), in CI's log.
+# $(call timed,PART,COMMAND): runs one part of `make test` and says in CI's log how long it took,
+# its CPU time (bash's `times`: user and system time of the processes it waited for) and the load
+# average at its start and end: other work on the 2 cores slows every part.
 define timed
 	@start=$$(date +%s); load=$$(cut -d' ' -f1-3 /proc/loadavg); $(2); status=$$?; \
-	echo "[make test] $(1): $$(( $$(date +%s) - start )) s (load average $$load at the start, $$(cut -d' ' -f1-3 /proc/loadavg) at the end)"; \
-	exit $$status
+	cpu=$$(mktemp); times > $$cpu; \
+	echo "[make test] $(1): $$(( $$(date +%s) - start )) s, CPU $$(tail -1 $$cpu | sed 's/ / user, /') system (load average $$load at the start, $$(cut -d' ' -f1-3 /proc/loadavg) at the end)"; \
+	rm -f $$cpu; exit $$status
 endef
 
 .PHONY: install browser demo test test-sqlite test-postgres migrate import index serve bench
