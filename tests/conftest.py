@@ -6,6 +6,8 @@ The shared sample (../shared beside the clone; CI has it) adds its own tests: th
 the `sample_path` or `sample_rows` fixtures. Where it is not there they are deselected, and
 the run says so once, instead of skipping each."""
 import json
+import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,11 @@ def _on_postgresql() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    # Slow tests first, from the files with the most of them (the cheat suite, the worker): under
+    # pytest-xdist (make test) a long file started last leaves the other workers idle at the end.
+    # The sort is stable: the order is otherwise the collection's.
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, -slow[item.path]))
     leave_out = []
     if not SAMPLE_ARCHIVE.exists():
         leave_out += [item for item in items if SHARED_SAMPLE_FIXTURES & set(getattr(item, "fixturenames", ()))]
@@ -53,6 +60,19 @@ def pytest_terminal_summary(terminalreporter):
                                     f"{SAMPLE_ARCHIVE} is not there")
     if _on_postgresql():
         terminalreporter.write_line("PostgreSQL pass: tests that use no database were left out (the SQLite pass ran them)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def harness_build_dir() -> str:
+    """One C++ extension build cache for every test and every process they start (the judge, the
+    worker, bundles told so): builds are keyed by code hash, flags and torch version, so each
+    extension is built once, and a cache left by an earlier run is reused safely. Set
+    KB_HARNESS_BUILD_DIR (or KB_HARNESS_TEST_BUILD_DIR) to a fresh folder for a cold run."""
+    from verifier import build
+
+    path = os.environ.get("KB_HARNESS_TEST_BUILD_DIR") or build.default_build_dir()
+    os.environ["KB_HARNESS_TEST_BUILD_DIR"] = os.environ["KB_HARNESS_BUILD_DIR"] = path
+    return path
 
 
 @pytest.fixture(scope="session")
