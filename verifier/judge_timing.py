@@ -39,7 +39,7 @@ FINGERPRINT_SIGMAS = 8.0
 BATCH_OUTPUT_BYTES = 256 << 20
 MAX_BATCH = 16
 # Unaccounted time per call that fails a kernel: launch noise on a GPU, a loaded host on the CPU.
-UNACCOUNTED_ALLOWANCE = {"cuda": (0.15, 0.25), "cpu": (2.0, 0.5)}  # (ms, fraction of the median)
+UNACCOUNTED_ALLOWANCE = {"cuda": (0.15, 0.25), "cpu": (5.0, 1.0)}  # (ms, fraction of the median)
 
 
 def _draw_calls(base_cpu, n_calls, first_round, rng_seed):
