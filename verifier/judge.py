@@ -21,7 +21,6 @@ and everything it reports is evidence.
 docs/harness.md explains every check and the threat model.
 """
 import argparse
-import copy
 import linecache
 import os
 import secrets
@@ -41,6 +40,8 @@ from . import result
 from . import SHIPPED_MODULES
 from . import static_scan
 from .runner_process import CandidateRaised, RunnerFailure, RunnerProcess
+from .judge_outputs import compare_leaves as _compare, leaves as _leaves, same_shapes as _same_shapes, tensor_count as _tensor_count
+from .runner_session import instantiate  # the same seeded construction as the runner's
 from .trials import _brief, _sample  # one record and sample shape for the runner's trials and the judge's
 
 DEFAULT_SEED_COUNT = 3
@@ -48,7 +49,6 @@ DEFAULT_SEED_COUNT = 3
 # up to 6.4e-4 on outputs of size ~45, so elementwise |c-r| <= 1e-2 (1 + |r|) as KernelBench,
 # plus a scale-free bound on the relative norm error that bf16 arithmetic (~2e-3) fails.
 DEFAULT_TOLERANCE = {"abs": 1e-2, "rel": 1e-3}
-INIT_SEED = 42
 DEFAULT_RUNNER_TIMEOUT_S = 1800.0
 
 
@@ -88,12 +88,6 @@ def module_from_text(src, role):
     sys.modules[name] = mod
     exec(compile(src, filename, "exec"), mod.__dict__)
     return mod
-
-
-def instantiate(cls, init_inputs, device):
-    inp.seed_everything(INIT_SEED)
-    model = cls(*copy.deepcopy(init_inputs))
-    return model.to(device).eval() if isinstance(model, torch.nn.Module) else model
 
 
 def verify(*, reference_src, candidate_src, kind, functional_src=None, device="cpu", seeds=None, tolerance=None,
@@ -317,47 +311,6 @@ class _Job:
                 self.doc["checks"]["runner"] = runner_checks
         self.doc["log"] = self.runner.log()
         self.doc["checks"]["escaped_processes"] = self.runner.escaped
-
-
-def _tensor_count(described):
-    return sum(1 for e in described or [] if isinstance(e, dict) and "tensor" in e)
-
-
-def _leaves(described, tensors, offset):
-    """The runner's output descriptors back to leaves; anything malformed becomes a marker
-    that fails the comparison."""
-    leaves = []
-    for e in described if isinstance(described, list) else []:
-        if isinstance(e, dict) and isinstance(e.get("tensor"), int) and 0 <= offset + e["tensor"] < len(tensors):
-            leaves.append(tensors[offset + e["tensor"]])
-        elif isinstance(e, dict) and "value" in e:
-            leaves.append(e["value"])
-        else:
-            leaves.append(_Unsupported(e))
-    return leaves
-
-
-class _Unsupported:
-    def __init__(self, described):
-        self.described = described
-
-    def __repr__(self):
-        return "unsupported output %r" % (self.described,)
-
-
-def _compare(leaves, ref_leaves, tol):
-    for i, (c, r) in enumerate(zip(leaves, ref_leaves)):
-        if isinstance(c, torch.Tensor) and isinstance(r, torch.Tensor) and c.dtype != r.dtype:
-            res = checks.compare([], [None], tol)
-            res.update(passed=False, reason="output %d has dtype %s, the reference %s" % (i, c.dtype, r.dtype),
-                       rel_norm_err=float("inf"))
-            return res
-    return checks.compare(leaves, ref_leaves, tol)
-
-
-def _same_shapes(cand, ref):
-    return len(cand) == len(ref) and all(isinstance(c, torch.Tensor) and tuple(c.shape) == tuple(r.shape)
-                                         for c, r in zip(cand, ref) if isinstance(r, torch.Tensor))
 
 
 def shipped_files_sha256():
