@@ -27,6 +27,35 @@ class Task(models.Model):
         return f"L{self.level} T{self.task_number} {self.op_name}"
 
 
+class TaskVersion(models.Model):
+    """One version of a task's reference module. KernelBench has changed its problems over time
+    (level 1 task 1: N = 2048 and randn, later N = 4096 and rand); speedups measured on different
+    versions are not comparable, so kernels and claims belong to a version. Identified by the
+    sha256 of the normalized reference (kernels/task_catalog.py): comments, docstrings and
+    formatting aside. Versions the catalog knows are numbered first, oldest first; versions first
+    seen in an import follow, never merged into another."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveSmallIntegerField()
+    reference_sha256 = models.CharField(max_length=64)
+    # The reference as first received; empty for a catalog version no import has brought yet.
+    reference_code = models.TextField(blank=True, default="")
+    label = models.CharField(max_length=255)  # where it comes from: "KernelBench bb27f27 (2024-10-24)"
+    in_catalog = models.BooleanField(default=False)
+    current = models.BooleanField(default=False)  # today's KernelBench problem set
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "reference_sha256"], name="task_version_unique_reference"),
+            models.UniqueConstraint(fields=["task", "number"], name="task_version_unique_number"),
+        ]
+
+    def __str__(self):
+        return f"{self.task} v{self.number}"
+
+
 class Kernel(models.Model):
     """One generated kernel and the numbers its archive claims for it."""
 
@@ -35,11 +64,14 @@ class Kernel(models.Model):
         MODEL_NEW = "model_new", "ModelNew module (KernelBench)"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="kernels")
+    # The task version of the first source that brought the kernel; each claim names its own.
+    task_version = models.ForeignKey(TaskVersion, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="kernels")
     name = models.CharField(max_length=255)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     code = models.TextField()
     code_sha256 = models.CharField(max_length=64)
-    # Provenance.
+    # Provenance of the first source; every source's is a Claim (kernel.claims).
     source_archive = models.CharField(max_length=255)
     experiment = models.CharField(max_length=255, blank=True, default="")
     archive_index = models.BigIntegerField(null=True, blank=True)
@@ -108,6 +140,53 @@ class Kernel(models.Model):
         from .techniques import decode_tags
 
         return decode_tags(self.technique_tags)
+
+
+class Claim(models.Model):
+    """What one source claims for a kernel on one GPU: its speedup against each baseline the
+    source measured, on the task version the source ran. The same code published by two sources
+    (or for two GPUs) is one Kernel with one Claim each."""
+
+    class Baseline(models.TextChoices):
+        EAGER = "eager", "PyTorch eager"
+        COMPILE = "torch_compile", "torch.compile (default)"
+        COMPILE_REDUCE_OVERHEAD = "torch_compile_reduce_overhead", "torch.compile (reduce-overhead)"
+        CUDA_GRAPH = "cuda_graph", "CUDA graph"
+        CUDNN = "cudnn", "cuDNN"
+
+    kernel = models.ForeignKey(Kernel, on_delete=models.CASCADE, related_name="claims")
+    task_version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="claims")
+    source_archive = models.CharField(max_length=255)
+    hardware = models.CharField(max_length=128, blank=True, default="")
+    name = models.CharField(max_length=255)  # the kernel's name in this source
+    experiment = models.CharField(max_length=255, blank=True, default="")  # run or model name
+    claimed_correct = models.BooleanField(default=False)
+    runtime_ms = models.FloatField(null=True, blank=True)
+    eager_runtime_ms = models.FloatField(null=True, blank=True)
+    compile_runtime_ms = models.FloatField(null=True, blank=True)
+    # Speedup = baseline runtime / kernel runtime, one column per Baseline.
+    speedup_eager = models.FloatField(null=True, blank=True)
+    speedup_torch_compile = models.FloatField(null=True, blank=True)
+    speedup_torch_compile_reduce_overhead = models.FloatField(null=True, blank=True)
+    speedup_cuda_graph = models.FloatField(null=True, blank=True)
+    speedup_cudnn = models.FloatField(null=True, blank=True)
+    # The baselines' own code where the source publishes it ({"cuda_graph": ..., "cudnn": ...}).
+    baseline_code = models.JSONField(default=dict, blank=True)
+    imported_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kernel", "source_archive", "hardware"]
+        constraints = [
+            models.UniqueConstraint(fields=["kernel", "source_archive", "hardware"], name="claim_unique_source_gpu"),
+        ]
+        indexes = [models.Index(fields=["task_version", "hardware", "source_archive"])]
+
+    def __str__(self):
+        return f"{self.source_archive} on {self.hardware or '?'}: kernel {self.kernel_id}"
+
+    @staticmethod
+    def speedup_field(baseline: str) -> str:
+        return f"speedup_{baseline}"
 
 
 class Profile(models.Model):

@@ -22,3 +22,11 @@ class IngestError(Exception):
         shown = "\n".join(f"  {error}" for error in errors[:20])
         more = f"\n  ... and {len(errors) - 20} more" if len(errors) > 20 else ""
         super().__init__(f"rejected {len(errors)} problem(s); the archive was left unchanged:\n{shown}{more}")
+
+
+class UnreadableRow(Exception):
+    """A row that is not even a record (malformed JSON, an unreadable file): carries the RowError."""
+
+    def __init__(self, error: RowError):
+        self.error = error
+        super().__init__(str(error))

@@ -8,6 +8,11 @@ class FieldProblem(ValueError):
         super().__init__(message)
 
 
+class NotAKernel(FieldProblem):
+    """The row is well formed but holds no kernel (a dump's placeholder for a task it has no
+    kernel for). Imports may skip such rows, reported, instead of refusing the file."""
+
+
 MISSING = object()
 
 

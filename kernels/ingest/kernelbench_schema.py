@@ -21,6 +21,10 @@ SPEEDUP_COMPILE_FIELDS = ("speedup_compile", "score_speedup_compile")
 _CLASS_NAME = re.compile(r"^class\s+ModelNew\b", re.MULTILINE)
 
 
+def defines_model_new(code: str) -> bool:
+    return bool(_CLASS_NAME.search(code))
+
+
 def looks_like_kernelbench_row(row: dict) -> bool:
     return "custom_code" in row and "ref_code" in row
 
@@ -31,9 +35,11 @@ def kernelbench_row_to_record(row: dict, *, hardware: str = "") -> KernelRecord:
     level = fields.integer(row, "level_id", minimum=1, maximum=fields.LEVEL_MAX)
     task_number = fields.integer(row, "task_id", minimum=1, maximum=fields.TASK_NUMBER_MAX)
     reference_code = fields.text(row, "ref_code")
+    if "custom_code" in row and row["custom_code"] is None:
+        raise fields.NotAKernel("custom_code", "is null: no kernel in this row")
     code = fields.text(row, "custom_code")
-    if not _CLASS_NAME.search(code):
-        raise fields.FieldProblem("custom_code", "defines no `class ModelNew`")
+    if not defines_model_new(code):
+        raise fields.NotAKernel("custom_code", "defines no `class ModelNew`")
 
     name_field = fields.first_present(row, *NAME_FIELDS)
     op_field = fields.first_present(row, *OP_NAME_FIELDS)

@@ -1,50 +1,91 @@
-"""File containers for archives: JSONL, Parquet (a file or a folder of them, one per
-split) and a `datasets` folder written by save_to_disk. Each yields (where, row) pairs,
-where `where` names the row the way a person would look for it."""
+"""Containers for archives: JSONL, Parquet (a file or a folder of them, one per split), a
+`datasets` folder written by save_to_disk, a dataset on the HuggingFace hub by id, and
+KernelBench's leaderboard and run folders. Each yields (where, row) pairs, where `where` names
+the row the way a person would look for it."""
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from .errors import RowError
+from . import hub, kernelbench_folders
+from .errors import RowError, UnreadableRow
+
+__all__ = ["ImportOptions", "Source", "UnreadableRow", "open_source", "first_row"]
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    hardware: str = ""
+    problems: Path | None = None  # a KernelBench problem set (level1/...): a run's references
+    baseline: Path | None = None  # a KernelBench baseline timing file: a run's speedups
 
 
 @dataclass
 class Source:
     path: Path
-    container: str  # "jsonl", "parquet" or "hf"
-    total_rows: int
+    container: str  # jsonl, parquet, hf, hub, kernelbench_leaderboard or kernelbench_run
+    total_rows: int | None  # None when not known before reading (a hub dataset)
+    options: ImportOptions = field(default_factory=ImportOptions)
+    splits: list | None = None  # a hub dataset's [(split, Dataset)], loaded once when opened
+
+    @property
+    def display_name(self) -> str:
+        """How errors name the source: the file or folder name, or the hub id."""
+        return str(self.path) if self.container == "hub" else self.path.name
 
     def rows(self) -> Iterator[tuple[str, object]]:
+        if self.container == "kernelbench_leaderboard":
+            return kernelbench_folders.leaderboard_rows(self.path)
+        if self.container == "kernelbench_run":
+            return kernelbench_folders.run_rows(self.path, references=self._references(),
+                                                baselines=kernelbench_folders.baseline_times(self.options.baseline)[0])
+        if self.container == "hub":
+            return _split_rows(self.splits)
         return {"jsonl": _jsonl_rows, "parquet": _parquet_rows, "hf": _hf_rows}[self.container](self.path)
 
+    def run_hardware(self) -> str:
+        return kernelbench_folders.baseline_times(self.options.baseline)[1]
 
-class UnreadableRow(Exception):
-    """A row that is not even a record (malformed JSON): carries the RowError."""
+    def _references(self) -> dict:
+        from ..task_catalog import problem_files  # pure
 
-    def __init__(self, error: RowError):
-        self.error = error
-        super().__init__(str(error))
+        return problem_files(self.options.problems)
 
 
-def open_source(path: Path) -> Source:
+def open_source(path, options: ImportOptions | None = None) -> Source:
+    options = options or ImportOptions()
+    if hub.looks_like_hub_id(str(path)) and not Path(path).exists():
+        return Source(Path(str(path)), "hub", None, options, splits=hub.load_hub_dataset(str(path)))
     path = Path(path)
+    if path.name == "eval_results.json" and path.is_file():
+        path = path.parent
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or folder")
+    if path.is_dir() and not kernelbench_folders.folder_kind(path) and (path / "docs" / "assets").is_dir():
+        path = path / "docs" / "assets"  # a clone of the leaderboard's repository
     if path.is_dir():
+        kind = kernelbench_folders.folder_kind(path)
+        if kind == "kernelbench_leaderboard":
+            return Source(path, kind, kernelbench_folders.leaderboard_total(path), options)
+        if kind == "kernelbench_run":
+            if options.problems is None or not Path(options.problems).is_dir():
+                raise ValueError(f"{path}: a KernelBench run's references are not in its folder; pass --problems, "
+                                 "the problem set (level1/ level2/ level3/) the run was evaluated with")
+            return Source(path, kind, len(kernelbench_folders.run_results(path)), options)
         if (path / "dataset_dict.json").exists() or (path / "state.json").exists():
-            return Source(path, "hf", _hf_total(path))
+            return Source(path, "hf", _hf_total(path), options)
         parquet_files = _parquet_files(path)
         if parquet_files:
-            return Source(path, "parquet", _parquet_total(parquet_files))
-        raise ValueError(f"{path}: a folder with neither a saved `datasets` dataset nor .parquet files")
+            return Source(path, "parquet", _parquet_total(parquet_files), options)
+        raise ValueError(f"{path}: a folder with neither a saved `datasets` dataset, .parquet files, a KernelBench "
+                         "leaderboard (data.json, solutions/) nor a KernelBench run (eval_results.json)")
     if path.suffix == ".parquet":
-        return Source(path, "parquet", _parquet_total([path]))
+        return Source(path, "parquet", _parquet_total([path]), options)
     if path.suffix in {".jsonl", ".json", ".ndjson"}:
         with path.open("rb") as handle:
             total = sum(1 for line in handle if line.strip())
-        return Source(path, "jsonl", total)
-    raise ValueError(f"{path}: unknown file type {path.suffix!r} (expected .jsonl, .parquet or a folder)")
+        return Source(path, "jsonl", total, options)
+    raise ValueError(f"{path}: unknown file type {path.suffix!r} (expected .jsonl, .parquet, a folder or a hub id)")
 
 
 def first_row(source: Source):
@@ -106,7 +147,11 @@ def _hf_splits(path: Path):
 
 
 def _hf_rows(path: Path):
-    for split_name, split in _hf_splits(path):
+    return _split_rows(_hf_splits(path))
+
+
+def _split_rows(splits):
+    for split_name, split in splits:
         index = 0
         for batch in split.iter(batch_size=1000):
             columns = list(batch)

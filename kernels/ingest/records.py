@@ -38,6 +38,16 @@ class KernelRecord:
     error_text: str = ""
     hardware: str = ""
     profiles: list[ProfileRecord] = field(default_factory=list)
+    # Speedups against baselines other than eager and torch.compile, keyed by Claim.Baseline
+    # value (CUDA-L1: torch_compile_reduce_overhead, cuda_graph, cudnn).
+    extra_speedups: dict[str, float | None] = field(default_factory=dict)
+    # The baselines' own code where the source publishes it ({"cuda_graph": ..., "cudnn": ...}).
+    baseline_code: dict[str, str] = field(default_factory=dict)
+
+    def speedups(self) -> dict[str, float | None]:
+        """Every claimed speedup by baseline (Claim.Baseline values)."""
+        return {"eager": self.claimed_speedup_native, "torch_compile": self.claimed_speedup_compile,
+                **self.extra_speedups}
 
     @property
     def code_sha256(self) -> str:

@@ -4,33 +4,48 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import Error as DatabaseError
 from tqdm import tqdm
 
+from kernels.import_services import ROWS_WITHOUT_KERNEL, archive_import_file
 from kernels.ingest.errors import IngestError
-from kernels.ingest.readers import open_source
-from kernels.services import archive_import_file
+from kernels.ingest.formats import SCHEMAS
+from kernels.ingest.readers import ImportOptions, open_source
 
 
 class Command(BaseCommand):
     help = (
-        "Import a kernel archive: AI CUDA Engineer Archive rows (JSONL, Parquet, or a `datasets` "
-        "save_to_disk folder) or KernelBench-style pairs (JSONL). All-or-nothing: a bad row rejects the file."
+        "Import a kernel archive (docs/formats.md): AI CUDA Engineer Archive rows (JSONL, Parquet, a `datasets` "
+        "save_to_disk folder, or a HuggingFace hub id), KernelBench pairs, CUDA-L1 dumps, the KernelBench "
+        "leaderboard's folder or a KernelBench run folder. All-or-nothing: a bad row rejects the file."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("path", type=Path)
-        parser.add_argument("--format", choices=["auto", "archive", "kernelbench"], default="auto")
-        parser.add_argument("--source", default=None, help="name of the source archive (default: the file's name)")
-        parser.add_argument("--hardware", default="", help="GPU the archive's claims were measured on, if the rows don't say")
+        parser.add_argument("path", help="a file, a folder, or a hub id such as SakanaAI/AI-CUDA-Engineer-Archive")
+        parser.add_argument("--format", choices=["auto", *SCHEMAS], default="auto")
+        parser.add_argument("--source", default=None, help="name of the source archive (default: the format's)")
+        parser.add_argument("--hardware", default="",
+                            help="GPU the claims were measured on, where the rows or file name don't say")
+        parser.add_argument(
+            "--rows-without-kernel", choices=ROWS_WITHOUT_KERNEL, default=None,
+            help="rows that are well formed but hold no kernel (CUDA-L1's null custom_code): refuse the file, or "
+                 "skip them, each reported (default: refuse for the archive schema and KernelBench pairs, skip for "
+                 "the dumps that publish such rows)")
+        parser.add_argument("--problems", type=Path, default=None,
+                            help="KernelBench runs: the problem set (level1/ ...) the run was evaluated with")
+        parser.add_argument("--baseline", type=Path, default=None,
+                            help="KernelBench runs: a baseline timing file (results/timing/<gpu>/baseline_time_torch.json)")
         parser.add_argument("--no-progress", action="store_true")
 
-    def handle(self, *args, path: Path, format: str, source: str | None, hardware: str, no_progress: bool, **options):
+    def handle(self, *args, path: str, format: str, source: str | None, hardware: str, rows_without_kernel,
+               problems, baseline, no_progress: bool, **options):
         try:
-            total = open_source(path).total_rows
+            total = open_source(path, ImportOptions(problems=problems, baseline=baseline)).total_rows
         except (FileNotFoundError, ValueError) as exc:
             raise CommandError(str(exc)) from None
-        bar = tqdm(total=total, unit="row", desc=f"importing {path.name}", disable=no_progress, file=self.stderr._out)
+        bar = tqdm(total=total, unit="row", desc=f"importing {Path(path).name}", disable=no_progress,
+                   file=self.stderr._out)
         try:
             summary = archive_import_file(
-                path=path, schema=format, source_archive=source, hardware=hardware, progress=bar.update
+                path=path, schema=format, source_archive=source, hardware=hardware, progress=bar.update,
+                rows_without_kernel=rows_without_kernel, problems=problems, baseline=baseline,
             )
         except IngestError as exc:
             bar.close()
