@@ -17,7 +17,9 @@ from tests import archive_fixture
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_ARCHIVE = REPO_ROOT.parent / "shared" / "data" / "sakana_archive_subset.jsonl"
 H200_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "h200"
-SHARED_SAMPLE_FIXTURES = {"sample_path", "sample_rows"}
+CUDA_L1_SUBSETS = REPO_ROOT.parent / "shared" / "data" / "cuda_l1"
+KERNELBENCH_PROBLEMS = REPO_ROOT.parent / "shared" / "data" / "kernelbench"
+SHARED_SAMPLE_FIXTURES = {"sample_path", "sample_rows", "cuda_l1_sample_paths", "kernelbench_problems_path"}
 
 
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences",
@@ -96,6 +98,18 @@ def sample_path() -> Path:
 @pytest.fixture(scope="session")
 def sample_rows(sample_path) -> list[dict]:
     return [json.loads(line) for line in sample_path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def cuda_l1_sample_paths() -> dict[str, Path]:
+    """CUDA-L1's published kernels, 24 rows for each of three GPUs (only where ../shared is)."""
+    return {gpu: CUDA_L1_SUBSETS / f"{gpu}_subset.jsonl" for gpu in ("h100", "a100", "l40")}
+
+
+@pytest.fixture(scope="session")
+def kernelbench_problems_path() -> Path:
+    """Today's KernelBench problem set, level1/ level2/ level3/ (only where ../shared is)."""
+    return KERNELBENCH_PROBLEMS
 
 
 @pytest.fixture(autouse=True)
