@@ -10,13 +10,13 @@ import math
 
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
-from django.db.models import Case, Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum, Value, When
+from django.db.models import Case, Count, Exists, F, IntegerField, Max, OuterRef, Q, Subquery, Sum, Value, When
 from django.db.models.functions import Coalesce, Floor, Ln
 from django.shortcuts import get_object_or_404
 
 from . import ranking
 from .filters import LeaderboardQuery
-from .models import Kernel, Task, Verification
+from .models import Kernel, Task, TaskVersion, Verification
 
 FAST_P_THRESHOLDS = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 # Columns a kernel list shows: everything but the code and the error log.
@@ -26,7 +26,8 @@ KERNEL_LIST_FIELDS = (
     "claimed_speedup_native", "claimed_speedup_compile", "claimed_correct", "claimed_max_diff",
     "verified", "remeasured_runtime_ms", "remeasured_speedup_eager", "remeasured_speedup_compile",
     "remeasured_gpu", "verdict", "verdict_flags", "suspected", "screening_flags",
-    "task__id", "task__flags", "task__level", "task__task_number", "task__op_name",
+    "task__id", "task__flags", "task__level", "task__task_number", "task__op_name", "task_version__id",
+    "task_version__number",
 )
 SORT_METRIC_FIELDS = {
     "speedup_native": "claimed_speedup_native", "speedup_compile": "claimed_speedup_compile",
@@ -59,7 +60,7 @@ COUNT_CACHE_SECONDS = 300  # counts and best ids; an import or verification repl
 def kernel_list_rows(queryset):
     """A kernel queryset with the list columns (verified state and re-measured numbers
     included: Kernel carries its latest verification's outcome) and its task."""
-    return queryset.select_related("task").only(*KERNEL_LIST_FIELDS)
+    return queryset.select_related("task", "task_version").only(*KERNEL_LIST_FIELDS)
 
 
 def filter_kernels(queryset, query: LeaderboardQuery, *, with_task_filters: bool = True):
@@ -121,18 +122,36 @@ def _kept_per_archive_version(kind: str, key: tuple, compute):
 
 
 def best_kernel_ids(query: LeaderboardQuery) -> list[int]:
-    """Each matching task's best matching kernel, as ids: one query over the tasks, read
-    once so that the page and its count do not both repeat the per-task subqueries.
+    """Each matching task version's best matching kernel, as ids: one query (a UNION of the
+    versions and of the tasks whose kernels have no version recorded), read once so that the
+    page and its count do not both repeat the per-version subqueries. Speedups of different
+    versions of a task are not comparable, so a task with kernels on two versions has two rows.
 
     Default sort ("best", kernels/ranking.py): the best verified-passed kernel by re-measured
     speedup, else the best claimed-correct kernel that is neither failed nor suspected. Other
     sorts: the best correct kernel by that metric, an index range scan on (task,
-    claimed_correct, metric). Only tasks without one fall back to their best kernel of any
+    claimed_correct, metric). Only versions without one fall back to their best kernel of any
     kind (COALESCE evaluates the fallback lazily); failed and suspected kernels are never
     picked unless the query includes them (include=all)."""
-    metric = "speedup_native" if query.sort == "task" else query.sort
+    tasks = Task.objects.all()
+    if query.level:
+        tasks = tasks.filter(level=query.level)
+    if query.op_name:
+        tasks = tasks.filter(op_name__icontains=query.op_name)
     # filter_kernels already leaves out failed and suspected kernels unless include=all.
-    matching = filter_kernels(Kernel.objects.filter(task=OuterRef("pk")), query, with_task_filters=False)
+    of_version = Kernel.objects.filter(task=OuterRef("task_id"), task_version=OuterRef("pk"))
+    unversioned = Kernel.objects.filter(task=OuterRef("pk"), task_version__isnull=True)
+    versions = TaskVersion.objects.filter(task__in=tasks).annotate(best_id=_best_of(of_version, query))
+    tasks_without_version = tasks.filter(Exists(unversioned)).annotate(best_id=_best_of(unversioned, query))
+    # No ORDER BY inside a UNION (SQLite refuses it): the models' default orders are cleared.
+    ids = versions.order_by().values_list("best_id", flat=True).union(
+        tasks_without_version.order_by().values_list("best_id", flat=True), all=True)
+    return [kernel_id for kernel_id in ids if kernel_id]
+
+
+def _best_of(kernels, query: LeaderboardQuery):
+    metric = "speedup_native" if query.sort == "task" else query.sort
+    matching = filter_kernels(kernels, query, with_task_filters=False)
     if metric == "best":
         best = Coalesce(Subquery(ranking.best_verified(matching).values("id")[:1]),
                         Subquery(ranking.best_claimed(matching, ranked=False).values("id")[:1]))
@@ -145,12 +164,7 @@ def best_kernel_ids(query: LeaderboardQuery) -> list[int]:
         fallback = "speedup_native" if metric == "best" else metric
         best_any = Subquery(matching.order_by("-claimed_correct", *LIST_ORDER[fallback]).values("id")[:1])
         best = Coalesce(best, best_any)
-    tasks = Task.objects.all()
-    if query.level:
-        tasks = tasks.filter(level=query.level)
-    if query.op_name:
-        tasks = tasks.filter(op_name__icontains=query.op_name)
-    return [kernel_id for kernel_id in tasks.annotate(best_id=best).values_list("best_id", flat=True) if kernel_id]
+    return best
 
 
 def hardware_names() -> list[str]:

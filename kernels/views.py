@@ -11,6 +11,7 @@ from .kernel_page import kernel_page_context
 from .models import Kernel
 from .page_cache import cached_for_anonymous
 from .ranking import best_of_ranked
+from .task_page import kernels_by_version, parse_claims_query, task_sources_context
 from .techniques import TECHNIQUES
 from .trust_selectors import claimed_vs_remeasured_points, trust_overview
 
@@ -49,11 +50,15 @@ def leaderboard(request):
 def task_detail(request, level: int, task_number: int):
     try:
         include_all = parse_leaderboard_query(request.GET).include_all
+        claims_query = parse_claims_query(request.GET)
     except InvalidQuery as problem:
         return _bad_request(request, problem)
     task = selectors.task_by_number(level, task_number)
     kernels = list(selectors.task_kernels_ranked(task, include_all=include_all))
+    sources = task_sources_context(task, claims_query)
+    ranked = [kernel for kernel in kernels if kernel.ranked]
     return render(request, "kernels/task_detail.html", {
+        **sources, "ranked_by_version": kernels_by_version(ranked, sources["versions"]),
         "task": task, "include_all": include_all, "kernel_count": len(kernels),
         "ranked": [kernel for kernel in kernels if kernel.ranked],
         "not_ranked": [kernel for kernel in kernels if not kernel.ranked],

@@ -22,7 +22,7 @@ PAGES = {
     "/leaderboard/?show_kernels=1": 4,
     "/leaderboard/?show_kernels=1&correct_only=1&verified_only=1&technique=shared_memory_tiling&sort=runtime": 4,
     "/leaderboard/?sort=task&level=1&hardware=NVIDIA+H100&op_name=op": 4,
-    "/tasks/1/1/": 2,
+    "/tasks/1/1/": 5,  # task, kernels, + its versions, the sources and GPUs that claim, the claims
     "/api/tasks/": 2,
     "/api/tasks/1/1/": 2,
     "/api/kernels/": 2,
