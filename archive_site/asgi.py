@@ -4,3 +4,8 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "archive_site.settings")
 application = get_asgi_application()
+
+# The search model is loaded here, once per server process, not by the first search (search/warmup.py).
+from search.warmup import warm_up  # noqa: E402
+
+warm_up()

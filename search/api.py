@@ -2,35 +2,49 @@
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.decorators import api_view, throttle_classes
+from rest_framework.decorators import api_view, renderer_classes, throttle_classes
 from rest_framework.response import Response
 
 from archive_site.throttles import SEARCH_THROTTLES
+from kernels.api import EscapedJSONRenderer
 from kernels.models import Kernel
 
 from . import selectors
+from .code_query import InvalidPattern
 from .forms import MapForm, SearchForm
+from .results import MIN_SIMILARITY, MODES, PAGE_SIZE, SORTS, search_page
 
 
 @extend_schema(
-    parameters=[OpenApiParameter("q", str, description="free text or pasted code"),
+    parameters=[OpenApiParameter("q", str, description="free text, pasted code, an identifier or a regular expression"),
+                OpenApiParameter("mode", str, enum=list(MODES), description="; ".join(f"{k}: {v}" for k, v in MODES.items())),
                 OpenApiParameter("level", int), OpenApiParameter("correct", bool),
-                OpenApiParameter("technique", str), OpenApiParameter("limit", int)],
+                OpenApiParameter("technique", str),
+                OpenApiParameter("sort", str, enum=list(SORTS), description="order of the results"),
+                OpenApiParameter("page", int, description="page number (404 past the last)"),
+                OpenApiParameter("limit", int, description=f"results per page (default {PAGE_SIZE}, at most 100)")],
     responses={200: dict},
 )
 @api_view(["GET"])
+@renderer_classes([EscapedJSONRenderer])  # archive text (names, code snippets) never reads as markup
 @throttle_classes(SEARCH_THROTTLES)
 def search(request):
     form = SearchForm(request.GET)
     if not form.is_valid():
-        return Response({"errors": form.errors}, status=400)
-    results = selectors.search_kernels(**form.search_arguments())
-    return Response({"state": results.state, "message": results.message,
-                     "results": [hit.as_dict() for hit in results.hits]})
+        return Response({"detail": "invalid search parameters", "errors": form.errors}, status=400)
+    try:
+        found = search_page(**form.search_arguments())
+    except InvalidPattern as problem:
+        return Response({"detail": str(problem), "errors": {"q": [str(problem)]}}, status=400)
+    return Response({"state": found.state, "message": found.message, "mode": found.mode, "count": found.count,
+                     "page": found.page.number, "pages": found.page.paginator.num_pages, "notices": found.notices,
+                     "min_similarity": MIN_SIMILARITY if found.mode == "meaning" else None,
+                     "results": [hit.as_dict() for hit in found.hits]})
 
 
 @extend_schema(parameters=[OpenApiParameter("k", int)], responses={200: dict})
 @api_view(["GET"])
+@renderer_classes([EscapedJSONRenderer])
 def related(request, kernel_id: int):
     get_object_or_404(Kernel.objects.only("id"), pk=kernel_id)
     try:

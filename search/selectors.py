@@ -1,17 +1,18 @@
 """Reads for search pages and the API: semantic search, related kernels, the map's points."""
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 from django.core.cache import cache
 from django.db.models import Count, Max, OuterRef, Subquery
 
 from kernels.models import Kernel, Verification
 from kernels.page_cache import archive_version, cache_is_shared
-from kernels.techniques import TECHNIQUES, decode_tags, label
+from kernels.techniques import TECHNIQUES, decode_tags
 
 from . import storage
 from .embedding import MODEL_NAME, embed_texts, looks_like_code, query_text, vectors_from_bytes
+from .hits import HIT_FIELDS, KernelHit, hit_from_kernel
 from .index import IndexUnavailable
 from .models import KernelEmbedding, MapPoint
 
@@ -26,27 +27,6 @@ class IndexState:
 
 
 @dataclass
-class KernelHit:
-    kernel_id: int
-    name: str
-    task: str
-    level: int
-    task_number: int
-    similarity: float
-    speedup: float | None
-    correct: bool
-    techniques: list[str] = field(default_factory=list)
-    duplicates_folded: int = 0
-
-    @property
-    def technique_labels(self) -> list[str]:
-        return [label(tag) for tag in self.techniques]
-
-    def as_dict(self) -> dict:
-        return asdict(self) | {"technique_labels": self.technique_labels}
-
-
-@dataclass
 class SearchResults:
     hits: list[KernelHit]
     state: str
@@ -58,10 +38,7 @@ def technique_choices() -> list[tuple[str, str]]:
 
 
 def _kernels_for(ids, *, level=None, correct_only=False, technique=None) -> dict[int, Kernel]:
-    kernels = Kernel.objects.filter(id__in=ids).select_related("task").only(
-        "id", "name", "code_sha256", "claimed_speedup_native", "claimed_correct", "technique_tags",
-        "task__level", "task__task_number", "task__op_name",
-    )
+    kernels = Kernel.objects.filter(id__in=ids).select_related("task").only(*HIT_FIELDS)
     if level:
         kernels = kernels.filter(task__level=level)
     if correct_only:
@@ -84,12 +61,7 @@ def _fold_duplicates(scored, kernels, limit, exclude_sha=None) -> list[KernelHit
             continue
         if len(hits) == limit:
             continue  # still counting copies of the hits kept
-        hits[kernel.code_sha256] = KernelHit(
-            kernel_id=kernel.id, name=kernel.name, task=str(kernel.task), level=kernel.task.level,
-            task_number=kernel.task.task_number, similarity=round(similarity, 4),
-            speedup=kernel.claimed_speedup_native, correct=kernel.claimed_correct,
-            techniques=decode_tags(kernel.technique_tags),
-        )
+        hits[kernel.code_sha256] = hit_from_kernel(kernel, similarity=similarity)
     return list(hits.values())
 
 

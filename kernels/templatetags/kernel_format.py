@@ -1,7 +1,10 @@
 """Number formats GPU engineers read at a glance: speedups as 1.23×, times in ms, shares in %."""
 import math
+import re
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from ..techniques import label
 
@@ -45,6 +48,18 @@ def metric(value):
 def percent(value):
     value = _number(value)
     return DASH if value is None else f"{100 * value:.1f}%"
+
+
+# Where a kernel name may wrap: after an underscore or a dot, before a capital that follows a
+# lower-case letter (matmulTiled), never inside a word.
+_NAME_BREAK = re.compile(r"(?<=[_.])(?=.)|(?<=[a-z])(?=[A-Z])")
+
+
+@register.filter
+def word_breaks(name):
+    """The name escaped, with <wbr> where it may wrap between words (a long name_with_underscores
+    fits a narrow column without breaking mid-word). Only the fixed <wbr> tag is added."""
+    return mark_safe("<wbr>".join(escape(part) for part in _NAME_BREAK.split(str(name))))
 
 
 @register.filter
