@@ -12,7 +12,7 @@ def bundle_for_kernel(kernel: Kernel) -> bytes:
         kernel={"name": kernel.name, "kind": kernel.kind, "code": kernel.code},
         task={
             "level": task.level, "task_number": task.task_number, "op_name": task.op_name,
-            "reference_code": task.reference_code, "functional_code": task.functional_code,
+            "reference_code": kernel.reference_code, "functional_code": task.functional_code,
         },
         claimed={
             "runtime_ms": kernel.claimed_runtime_ms,

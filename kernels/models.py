@@ -136,6 +136,13 @@ class Kernel(models.Model):
         return f"{self.name} ({self.task})"
 
     @property
+    def reference_code(self) -> str:
+        """The reference this kernel was measured against: its task version's, else the task's
+        (the first reference imported for the task). What a verification must run it against."""
+        version = self.task_version
+        return version.reference_code if version is not None and version.reference_code else self.task.reference_code
+
+    @property
     def techniques(self) -> list[str]:
         from .techniques import decode_tags
 
