@@ -52,6 +52,9 @@ import: migrate
 	test "$(SAMPLE)" = "$(DEMO_ARCHIVE)" || $(PY) manage.py import_archive "$(DEMO_ARCHIVE)"
 	$(PY) manage.py import_verifications $(H200_RESULTS)/demo_archive_h200.jsonl
 	test "$(SAMPLE)" != "$(SHARED_SAMPLE)" || $(PY) manage.py import_verifications $(H200_RESULTS)/sample_subset_h200.jsonl
+	@# CUDA-L1's subsets (one per GPU) when ../shared has them: their claims beside the sample's; after the
+	@# records above, which name the tasks' references as the sample gave them.
+	for dump in $(wildcard ../shared/data/cuda_l1/*_subset.jsonl); do $(PY) manage.py import_archive "$$dump" || exit 1; done
 
 index: import
 	$(PY) manage.py build_index
