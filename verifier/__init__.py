@@ -10,4 +10,4 @@ only reports evidence. result.py owns the document both produce.
 # versions.harness_sha256: what ran is what can be downloaded.
 SHIPPED_MODULES = ("__init__", "analysis", "build", "channel", "checks", "confine", "device_lock", "guard", "inputs",
                    "judge", "judge_outputs", "judge_timing", "memory", "result", "runner", "runner_process", "runner_session",
-                   "sandbox", "static_scan", "timing", "trials")
+                   "sandbox", "static_scan", "timing", "timing_report", "trials")

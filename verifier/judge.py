@@ -131,6 +131,8 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
     if doc["task_flags"] and doc["verdict"] == "passed":
         job.add(checks.flag("weak_task_pass", False, "passed, but the task's check is weak (%s): a pass here proves "
                             "little" % ", ".join(f["name"] for f in doc["task_flags"]), source="judge"))
+    for f in judge_timing.task_flags(doc):  # launch_bound, large_headroom: about the baseline, not the check
+        result.add_flag(doc["task_flags"], f)
     stage("done")
     return result.finite(doc)
 

@@ -29,9 +29,11 @@ import torch
 
 from . import inputs as inp
 from . import timing
+from . import timing_report
 from .channel import Channel
 from .checks import compare
 from .result import flag
+from .timing_report import task_flags  # noqa: F401  the judge adds them once the verdict is known
 
 _perf = time.perf_counter
 PERTURBED_ELEMENTS = 16
@@ -140,9 +142,14 @@ def _check_prints(cand, ref_prints, ref_outputs, tol):
     return None
 
 
+def _numbers(values, batch):
+    return (isinstance(values, list) and len(values) == batch and
+            all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in values))
+
+
 def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, budget_s, compile_baseline,
                    rse_target, start_delay_us, hold, stage=lambda name: None):
-    """Returns (timings, speedup, checks, flags)."""
+    """Returns (timings, speedup, checks, flags, input sets)."""
     flags = []
     probe = inp.make_inputs(ref_mod, secrets.randbelow(2 ** 31), device)
     sizes = inp.nbytes(probe)
@@ -161,7 +168,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, 
         tensors += ts
     runner.request("timing_setup", {"sets": structures, "weight_seed": weight_seed,
                                     "start_delay_us": start_delay_us}, tensors, expect="timing_ready")
-    caller = timing.TimedCaller(device, start_delay_us)
+    end_to_end = timing.TimedCaller(device, start_delay_us)
     weights = timing.FingerprintWeights(weight_seed, device)
     impls = [("eager", lambda ins: ref_model(*ins))]
     notes = {}
@@ -174,133 +181,148 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, 
     else:
         notes["compile"] = "torch.compile baseline disabled"
 
-    def candidate_batch(calls):
+    def candidate_batch(calls, clock):
         values, wire = _wire_calls(calls)
         t0 = _perf()
-        answer, _ = runner.request("batch", {"calls": values}, wire, expect="batch")
+        answer, _ = runner.request("batch", {"calls": values, "clock": clock}, wire, expect="batch")
         return answer, (_perf() - t0) * 1e3
 
-    # Warm-up: one batch each (builds torch.compile, fills caches); errors in a baseline are recorded.
+    # Warm-up: one end-to-end batch each (builds torch.compile, fills caches; errors in a
+    # baseline are recorded), which also shows how long each takes the host to launch.
     warm = _draw_calls(base_cpu, batch, 0, secrets.randbelow(2 ** 31))
-    live = []
+    live, launch = [], {}
     for name, fn in impls:
         try:
-            timing.run_batch(fn, sets, warm, caller, weights)
+            launch[name] = timing.run_batch(fn, sets, warm, end_to_end, weights)["launch_ms"][1:]
             live.append((name, fn))
         except Exception as exc:
             notes[name] = "%s: %s" % (type(exc).__name__, str(exc)[:500])
     if "eager" not in dict(live):
         raise RuntimeError("the eager reference cannot be timed: %s" % notes.get("eager"))
-    candidate_batch(warm)
+    answer, _ = candidate_batch(warm, None)
+    launch["candidate"] = answer.get("launch_ms")[1:] if _numbers(answer.get("launch_ms"), batch) else []
+    clocks = timing_report.clocks_for(device)
+    spin_us = timing_report.queue_spin_us(launch) if "gpu_time" in clocks else None
+    callers = {clock: timing.QueuedLaunchCaller(device, spin_us) if clock == "gpu_time" else end_to_end
+               for clock in clocks}
     rtt = channel_round_trip_ms(warm, batch)
-    samples = {name: {"ms": [], "host_ms": []} for name in ["candidate"] + [n for n, _ in live]}
-    unaccounted, wrong, rounds, stop = [], None, 0, "no round ran"
+    names = ["candidate"] + [n for n, _ in live]
+    samples = {clock: {name: {"ms": [], "host_ms": []} for name in names} for clock in clocks}
+    hidden = {name: [] for name in names}
+    unaccounted = {clock: [] for clock in clocks}
+    wrong, rounds, stop = None, 0, "no round ran"
     rse_target = timing.DEFAULT_RSE_TARGET if rse_target is None else rse_target
+    min_rounds = 3 if len(clocks) == 1 else 4
     stage("timing")
-    with hold.alone():  # no other kernel on this device while ours is timed
+    pinning = timing_report.Pinning(device)
+    with hold.alone(), pinning:  # no other kernel on this device while ours is timed
         clock_before = timing.gpu_clocks() if device == "cuda" else None
+        request = {c: {"clock": c, "spin_us": spin_us, "cpus": pinning.runner_cpus} for c in clocks}
         t_start = _perf()
         while True:
+            clock = clocks[rounds % len(clocks)]
             calls = _draw_calls(base_cpu, batch, rounds * batch, secrets.randbelow(2 ** 31))
-            order = ["candidate"] + [n for n, _ in live]
-            order = order[rounds % len(order):] + order[:rounds % len(order)]
+            turn = rounds // len(clocks)
+            order = names[turn % len(names):] + names[:turn % len(names)]
             kept, walls = {}, {}
             for name in order:
                 if name == "candidate":
-                    answer, walls[name] = candidate_batch(calls)
-                    result = answer
+                    result, walls[name] = candidate_batch(calls, request[clock])
+                    cand = result
+                    pinning.runner_reported(result.get("cpus"))
                 else:
                     kept[name] = []
                     with runner.frozen():
                         t0 = _perf()
-                        result = timing.run_batch(dict(live)[name], sets, calls, caller, weights, keep=kept[name])
+                        result = timing.run_batch(dict(live)[name], sets, calls, callers[clock], weights,
+                                                  keep=kept[name])
                         walls[name] = (_perf() - t0) * 1e3
-                ms, host = result.get("ms"), result.get("host_ms")
-                if not (isinstance(ms, list) and isinstance(host, list) and len(ms) == len(host) == batch and
-                        all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in ms + host)):
+                    if name == "eager":
+                        ref_prints = result["fingerprints"]
+                if not (_numbers(result.get("ms"), batch) and _numbers(result.get("host_ms"), batch)):
                     flags.append(flag("tampering", True, "the runner's batch report is malformed: %r" % (
                         {k: result.get(k) for k in ("ms", "host_ms")},), source="judge"))
                     return _give_up(samples, notes, flags, rounds)
-                samples[name]["ms"] += ms
-                samples[name]["host_ms"] += host
-                if name == "candidate":
-                    cand = result
-                else:
-                    if name == "eager":
-                        ref_prints = result["fingerprints"]
+                samples[clock][name]["ms"] += result["ms"]
+                samples[clock][name]["host_ms"] += result["host_ms"]
+                if clock == "gpu_time":
+                    seen = result.get("launch_hidden")
+                    hidden[name] += seen if isinstance(seen, list) and len(seen) == batch else [None] * batch
             ref_outs = kept["eager"]
-            bad = _check_prints(cand.get("fingerprints"), ref_prints, ref_outs, tol)
-            if bad and wrong is None:
-                wrong = "round %d, call %d: %s" % (rounds, bad[0], bad[1])
-            pick = secrets.randbelow(batch)
-            answer, fetched = runner.request("fetch", {"index": pick}, expect="fetched")
-            leaves = [fetched[e["tensor"]] if isinstance(e, dict) and "tensor" in e and isinstance(e["tensor"], int)
-                      and 0 <= e["tensor"] < len(fetched) else (e.get("value") if isinstance(e, dict) else e)
-                      for e in answer.get("leaves") or []]
-            want = inp.cpu_copy(ref_outs[pick])
-            check = compare(leaves, want, tol)
-            if not check["passed"] and wrong is None:
-                wrong = "round %d, call %d (fetched after the batch): %s" % (rounds, pick, check["reason"])
-            committed = (cand.get("fingerprints") or [None] * batch)[pick]
-            again = [timing.fingerprint(leaf.to(device) if isinstance(leaf, torch.Tensor) else leaf, weights)
-                     for leaf in leaves]
-            if check["passed"] and not _same_prints(committed, again, leaves) and wrong is None:
-                wrong = "round %d, call %d: the output handed over later (fingerprint %r) is not the one " \
-                        "fingerprinted when the call returned (%r)" % (rounds, pick, again, committed)
-            own = (walls["eager"] - sum(samples["eager"]["ms"][-batch:])) / batch
-            theirs = (walls["candidate"] - rtt - sum(samples["candidate"]["ms"][-batch:])) / batch
-            unaccounted.append(theirs - own)
+            wrong = wrong or _check_round(runner, cand, ref_prints, ref_outs, tol, batch, weights, device,
+                                          "round %d (%s clock)" % (rounds, clock))
+            own = (walls["eager"] - sum(samples[clock]["eager"]["ms"][-batch:])) / batch
+            theirs = (walls["candidate"] - rtt - sum(samples[clock]["candidate"]["ms"][-batch:])) / batch
+            unaccounted[clock].append(theirs - own)
             rounds += 1
             del kept, ref_outs
             elapsed = _perf() - t_start
-            n = len(samples["candidate"]["ms"])
-            worst = max(timing.rse_of_median(samples[name]["ms"]) for name in samples)
+            n = min(len(samples[c]["candidate"]["ms"]) for c in clocks)
+            worst = max(timing.rse_of_median(by_name["ms"]) for c in clocks for by_name in samples[c].values())
             if wrong is not None:
                 stop = "a timed output was wrong"
                 break
-            if n >= 20 and elapsed >= 0.5 and worst <= rse_target and rounds >= 3:
+            if n >= 20 and elapsed >= 0.5 and worst <= rse_target and rounds >= min_rounds:
                 stop = "relative standard error of the median %.4f <= %g" % (worst, rse_target)
                 break
-            if elapsed >= budget_s and rounds >= 3:
+            if elapsed >= budget_s and rounds >= min_rounds:
                 stop = "time budget %.1f s spent (worst rse %.4f)" % (budget_s, worst)
                 break
             if n >= 2000:
-                stop = "2000 calls (worst rse %.4f)" % worst
+                stop = "2000 calls per clock (worst rse %.4f)" % worst
                 break
         clock_after = timing.gpu_clocks() if device == "cuda" else None
-    timings = {name: timing.summarize(s["ms"], s["host_ms"]) for name, s in samples.items()}
+    timings = timing_report.summarize_clocks(samples, clocks, hidden)
     for name, note in notes.items():
         timings[name] = {"error" if name != "compile" or "disabled" not in note else "skipped": note}
     timings["candidate"]["source"] = "runner (CUDA events or host clock), checked against the judge's clock"
-    speedup = {}
-    if timings["candidate"].get("median_ms"):
-        for name, key in (("eager", "vs_eager"), ("compile", "vs_compile")):
-            if timings.get(name, {}).get("median_ms"):
-                speedup[key] = timings[name]["median_ms"] / timings["candidate"]["median_ms"]
-    median_u = sorted(unaccounted)[len(unaccounted) // 2] if unaccounted else 0.0
-    abs_ms, frac = UNACCOUNTED_ALLOWANCE["cuda" if device == "cuda" else "cpu"]
-    allowance = max(abs_ms, frac * (timings["candidate"].get("median_ms") or 0.0))
+    speedup = timing_report.speedups(timings)
+    allowance_rule = UNACCOUNTED_ALLOWANCE["cuda" if device == "cuda" else "cpu"]
+    report, unaccounted_flag = timing_report.unaccounted_verdict(unaccounted, timings, allowance_rule)
     info = {"rounds": rounds, "batch": batch, "stop": stop, "input_sets": n_sets, "rse_target": rse_target,
             "perturbed_elements_per_tensor": PERTURBED_ELEMENTS, "channel_round_trip_ms": rtt,
-            "unaccounted_ms_per_call": {"median": median_u, "allowance": allowance,
-                                        "per_round": [round(u, 4) for u in unaccounted[:200]]},
-            "start_delay_us": caller.start_delay_us, "l2_flush_bytes": getattr(caller.flusher, "bytes", 0),
+            "unaccounted_ms_per_call": report, "clocks": {c: timing_report.METHODS[c] for c in clocks},
+            "rank_clock": clocks[0], "start_delay_us": end_to_end.start_delay_us,
+            "l2_flush_bytes": getattr(end_to_end.flusher, "bytes", 0), "cpu_affinity": pinning.report,
             "clock": "cuda events + host perf_counter around device synchronize" if device == "cuda"
             else "host perf_counter"}
+    if spin_us is not None:
+        info["gpu_time_spin_us"] = spin_us
+        info["warm_up_launch_ms"] = {name: round(sorted(v)[len(v) // 2], 4) for name, v in launch.items() if v}
+    else:
+        info["gpu_time"] = timing_report.NO_GPU_TIME
     if clock_before:
         info["gpu_clocks"] = {"before": clock_before, "after": clock_after}
     if wrong is not None:
         flags.append(flag("timed_call_wrong_output", True, "a timed call's output did not match the reference for "
                           "its inputs: %s. The kernel computes less (or something else) when it is timed" % wrong,
                           source="judge"))
-    elif median_u > allowance:
-        flags.append(flag("timing_unaccounted", True,
-                          "the judge's clock around each batch left %.4g ms per call unaccounted for by the runner's "
-                          "reported %.4g ms median (allowance %.4g ms, after the judge's own per-call overhead and the "
-                          "channel's %.3g ms round trip): work runs outside the timed window (before the start event, "
-                          "on another stream or thread, or behind a patched timer)"
-                          % (median_u, timings["candidate"]["median_ms"], allowance, rtt), source="judge"))
+    elif unaccounted_flag is not None:
+        flags.append(unaccounted_flag)
     return timings, speedup, info, flags, sets
+
+
+def _check_round(runner, cand, ref_prints, ref_outs, tol, batch, weights, device, where):
+    """The fingerprint of every call of the candidate's batch, then one output the judge picks
+    now, fetched in full: what went wrong, or None."""
+    bad = _check_prints(cand.get("fingerprints"), ref_prints, ref_outs, tol)
+    if bad:
+        return "%s, call %d: %s" % (where, bad[0], bad[1])
+    pick = secrets.randbelow(batch)
+    answer, fetched = runner.request("fetch", {"index": pick}, expect="fetched")
+    leaves = [fetched[e["tensor"]] if isinstance(e, dict) and "tensor" in e and isinstance(e["tensor"], int)
+              and 0 <= e["tensor"] < len(fetched) else (e.get("value") if isinstance(e, dict) else e)
+              for e in answer.get("leaves") or []]
+    check = compare(leaves, inp.cpu_copy(ref_outs[pick]), tol)
+    if not check["passed"]:
+        return "%s, call %d (fetched after the batch): %s" % (where, pick, check["reason"])
+    committed = (cand.get("fingerprints") or [None] * batch)[pick]
+    again = [timing.fingerprint(leaf.to(device) if isinstance(leaf, torch.Tensor) else leaf, weights)
+             for leaf in leaves]
+    if not _same_prints(committed, again, leaves):
+        return "%s, call %d: the output handed over later (fingerprint %r) is not the one fingerprinted when the " \
+               "call returned (%r)" % (where, pick, again, committed)
+    return None
 
 
 def _same_prints(committed, again, leaves):

@@ -12,7 +12,13 @@ A document is plain JSON:
   never pass it); ``task_flags``: findings about the reference (weak checks);
 - ``trials``: per seed ``{seed, passed, max_abs_err, rel_norm_err, reason, runs}``;
 - ``tolerance``, ``timings`` (``candidate``/``eager``/``compile``: ``median_ms``, ``iqr_ms``,
-  ``n``, ... or ``skipped``), ``speedup`` (``vs_eager``, ``vs_compile``);
+  ``n``, ... on the ranking clock, named by ``clock`` and ``method``, with the same figures on
+  the end-to-end clock under ``end_to_end``; or ``skipped``/``error``), ``speedup``
+  (``vs_eager``, ``vs_compile`` on the ranking clock, ``clock``, and ``end_to_end``:
+  ``{vs_eager, vs_compile}``). Since version 3 the ranking clock on a GPU is ``gpu_time``
+  (the call's launch queued behind a spin: device time without the host's launch gaps); on
+  the CPU it is ``host`` and ``timings.<name>.gpu_time`` says why there is no GPU time.
+  Version 2 documents have one clock (CUDA events after a 50 us spin), read as end to end;
 - ``versions`` (harness version and sha256, python, torch, CUDA, driver, GPU, CPU),
   ``device``, ``kind``, ``seeds``, ``log``, ``checks`` (raw evidence), ``sandbox`` (when run
   through verifier/sandbox.py).
@@ -21,8 +27,8 @@ import json
 import math
 import sys
 
-RESULT_VERSION = 2
-HARNESS_VERSION = "2.0.0"
+RESULT_VERSION = 3
+HARNESS_VERSION = "2.1.0"
 VERDICTS = ("passed", "failed", "error")
 BUILD_VERDICT = "built"
 MAX_LOG_CHARS = 30000
@@ -112,6 +118,38 @@ def median_ms(doc, name):
 
 def speedup(doc, name):
     return _number((doc.get("speedup") or {}).get(name))
+
+
+def end_to_end_ms(doc, name):
+    """The end-to-end median: its own entry since version 3; a version-2 document's only figure."""
+    entry = (doc.get("timings") or {}).get(name)
+    if not isinstance(entry, dict):
+        return None
+    if "clock" not in entry:
+        return _number(entry.get("median_ms"))
+    e2e = entry.get("end_to_end")
+    return _number(e2e.get("median_ms")) if isinstance(e2e, dict) else None
+
+
+def end_to_end_speedup(doc, name):
+    found = doc.get("speedup") or {}
+    if "clock" not in found:
+        return _number(found.get(name))
+    e2e = found.get("end_to_end")
+    return _number(e2e.get(name)) if isinstance(e2e, dict) else None
+
+
+def timing_clock(doc, name="candidate"):
+    """(clock, method) of the ranking figure: ``gpu_time``, ``host``, or for a version-2
+    document ``end_to_end`` (CUDA events after a 50 us spin, the host's later launches in it)."""
+    entry = (doc.get("timings") or {}).get(name)
+    if not isinstance(entry, dict) or _number(entry.get("median_ms")) is None:
+        return None, None
+    if "clock" not in entry:
+        if doc.get("device") == "cpu":
+            return "host", "host clock around the call (harness before 2.1.0)"
+        return "end_to_end", "CUDA events around the call after a 50 us spin (harness before 2.1.0)"
+    return str(entry.get("clock")), str(entry.get("method") or "")
 
 
 def max_over_trials(doc, key):

@@ -93,7 +93,7 @@ def _serve(read_fd, write_fd, namespaces):
                 calls = []
                 for index, spec in values["calls"]:
                     calls.append((index, [(ti, tensors[pi], tensors[vi]) for ti, pi, vi in spec]))
-                answer("batch", rid, **session.time_batch(calls))
+                answer("batch", rid, **session.time_batch(calls, values.get("clock")))
             elif kind == "fetch":
                 leaves, ts = _flatten(session.fetch(values["index"]))
                 answer("fetched", rid, ts, leaves=leaves)

@@ -80,6 +80,7 @@ class RunnerSession:
         self.timing_sets = []
         self.batch_outputs = []
         self.caller = None
+        self.gpu_caller = None
         self.weights = None
 
     # --- loading -------------------------------------------------------------------------
@@ -183,10 +184,37 @@ class RunnerSession:
         # which would sit inside the judge's clock around the batch.
         self.timing_snapshot = guard.snapshot(self.ctx.namespaces)
 
-    def time_batch(self, calls):
+    def time_batch(self, calls, clock=None):
+        """One batch on the clock the judge asked for (``clock``: ``{"clock": "gpu_time",
+        "spin_us": S, "cpus": [...]}``; None or anything else: the end-to-end clock), pinned to
+        the CPUs it named. What this reports is checked by the judge like every timed call."""
+        clock = clock if isinstance(clock, dict) else {}
+        pinned = self._pin(clock.get("cpus"))
+        caller = self.caller
+        if clock.get("clock") == "gpu_time" and self.device == "cuda":
+            spin = clock.get("spin_us")
+            spin = float(spin) if isinstance(spin, (int, float)) and not isinstance(spin, bool) else 0.0
+            if getattr(self.gpu_caller, "spin_us", None) != min(max(spin, 0.0), timing.MAX_QUEUE_SPIN_US):
+                self.gpu_caller = timing.QueuedLaunchCaller(self.device, spin)
+            caller = self.gpu_caller
         self.batch_outputs = []
-        return timing.run_batch(self.ctx.cand_call, self.timing_sets, calls, self.caller, self.weights,
-                                keep=self.batch_outputs)
+        answer = timing.run_batch(self.ctx.cand_call, self.timing_sets, calls, caller, self.weights,
+                                  keep=self.batch_outputs)
+        answer["clock"] = caller.clock
+        if pinned is not None:
+            answer["cpus"] = pinned
+        return answer
+
+    def _pin(self, cpus):
+        """Pin this thread to the judge's choice of CPUs; the affinity that holds after."""
+        if not isinstance(cpus, list) or not cpus or not all(isinstance(c, int) and c >= 0 for c in cpus):
+            return None
+        try:
+            if set(cpus) != os.sched_getaffinity(0):
+                os.sched_setaffinity(0, set(cpus))
+            return sorted(os.sched_getaffinity(0))
+        except (OSError, AttributeError) as exc:
+            return "not pinned: %s" % exc
 
     def timing_done(self):
         if getattr(self, "timing_snapshot", None) is None:

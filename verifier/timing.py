@@ -1,7 +1,17 @@
-"""Timing: candidate, eager reference and torch.compile reference interleaved in
-one process, on rotated and perturbed input sets, L2 flushed between calls, CUDA
-events plus host time around a device-wide synchronize, adaptive stop on the
-relative standard error of the median.  Also the bytes-moved floor.
+"""Timing: one timed call on each of the two clocks, fingerprints of outputs, summaries,
+the bytes-moved floor. The judge (references) and the runner (candidate) time with this
+same code; judge_timing.py interleaves and checks them.
+
+Two clocks on a GPU (docs/harness.md, Timing):
+
+- ``gpu_time`` (QueuedLaunchCaller): the whole call is launched while a spin kernel holds
+  the stream, so the events around it time the device's work alone, with no host gap
+  between its kernels: what ranks kernels, since it does not move with the host;
+- ``end_to_end`` (TimedCaller): the call launched from Python as a user would, after a
+  short spin that hides only its first launch: the host's launches of every later op
+  are in it.
+
+On the CPU there is no device timeline: one clock, ``host`` (perf_counter around the call).
 
 The timer and synchronisation functions are captured when this module is
 imported - before any candidate code runs - so a candidate that patches
@@ -23,6 +33,7 @@ _cuda_sync = torch.cuda.synchronize
 _CudaEvent = torch.cuda.Event
 _event_record = torch.cuda.Event.record
 _event_elapsed = torch.cuda.Event.elapsed_time
+_event_query = torch.cuda.Event.query
 _spin = torch.cuda._sleep  # a kernel that spins for a number of GPU clock cycles
 
 # Peak DRAM bandwidth (bytes/s) by device name, from vendor datasheets: an upper
@@ -140,10 +151,12 @@ _SPIN_CYCLES_PER_US = 2000  # a 2 GHz clock; a slower clock only makes the delay
 
 
 class TimedCaller:
-    """One timed call: L2 flushed, device synchronized, (GPU) a spin before the start event,
-    CUDA events around the call, host time around it and the device-wide synchronize after.
-    The judge and the runner time with this same code; the judge also times the runner's
-    whole batch with its own clock (judge_timing.py)."""
+    """End-to-end clock. One timed call: L2 flushed, device synchronized, (GPU) a spin before
+    the start event, CUDA events around the call, host time around it and the device-wide
+    synchronize after. The judge and the runner time with this same code; the judge also
+    times the runner's whole batch with its own clock (judge_timing.py)."""
+
+    clock = "end_to_end"
 
     def __init__(self, device, start_delay_us=None):
         self.device = device
@@ -152,8 +165,11 @@ class TimedCaller:
         self.start_delay_us = delay if device == "cuda" else None
         self.spin_cycles = int(delay * _SPIN_CYCLES_PER_US) if device == "cuda" else 0
 
+        if device != "cuda":
+            self.clock = "host"
+
     def call(self, fn, inputs):
-        """(output, event ms, host ms)."""
+        """(output, event ms, host ms, host ms until the call returned)."""
         self.flusher.flush()
         if self.device == "cuda":
             _cuda_sync()
@@ -165,14 +181,74 @@ class TimedCaller:
             with torch.no_grad():
                 out = fn(inputs)
             _event_record(end)
+            returned = _perf()
             _cuda_sync()
             h1 = _perf()
-            return out, _event_elapsed(start, end), (h1 - h0) * 1e3
+            return out, _event_elapsed(start, end), (h1 - h0) * 1e3, (returned - h0) * 1e3
         h0 = _perf()
         with torch.no_grad():
             out = fn(inputs)
         h1 = _perf()
-        return out, (h1 - h0) * 1e3, (h1 - h0) * 1e3
+        return out, (h1 - h0) * 1e3, (h1 - h0) * 1e3, (h1 - h0) * 1e3
+
+
+# The GPU-time spin must outlast the host's launch of the call (inputs' copies, the L2 flush,
+# every op of the call); judge_timing.py sizes it from the launch times seen in the warm-up.
+MAX_QUEUE_SPIN_US = 20000.0
+
+
+class QueuedLaunchCaller:
+    """GPU-time clock (cuda only). The call is launched while a spin kernel holds the stream:
+    the spin, then the inputs' floating-point tensors copied in, the L2 flush, the start
+    event, the call, the end event. When the host has queued all of it before the spin ends,
+    the events time the device running the call's kernels back to back, whatever the host
+    does meanwhile. ``launch_hidden`` says, per call, whether the start event was still
+    pending when the end event was queued (it is not when the call waits for the device
+    itself, e.g. a synchronize or a copy to the host inside it).
+
+    The inputs' floating-point elements hold NaN until their copy runs behind the spin, as in
+    the stream-order probe: work the candidate puts on a stream not ordered after the caller's
+    would start during the spin, outside the events, but reads NaN and fails the judge's
+    fingerprint of that call; ordered work cannot start before the start event."""
+
+    clock = "gpu_time"
+
+    def __init__(self, device, spin_us):
+        if device != "cuda":
+            raise ValueError("the GPU-time clock needs a GPU")
+        self.device = device
+        self.flusher = L2Flusher(device)
+        self.spin_us = min(max(float(spin_us), 0.0), MAX_QUEUE_SPIN_US)
+        self.spin_cycles = int(self.spin_us * _SPIN_CYCLES_PER_US)
+
+    def call(self, fn, inputs):
+        """(output, event ms, host ms, host ms until the call returned, launch hidden)."""
+        late = []
+
+        def poisoned(t):
+            if not t.is_floating_point():
+                return t
+            twin = torch.empty_like(t).fill_(float("nan"))
+            late.append((twin, t))
+            return twin
+
+        ins = inputs_mod.map_tensors(inputs, poisoned)
+        start, end = _CudaEvent(enable_timing=True), _CudaEvent(enable_timing=True)
+        _cuda_sync()
+        h0 = _perf()
+        _spin(self.spin_cycles)
+        for twin, source in late:
+            twin.copy_(source)
+        self.flusher.flush()
+        _event_record(start)
+        with torch.no_grad():
+            out = fn(ins)
+        _event_record(end)
+        returned = _perf()
+        hidden = not _event_query(start)
+        _cuda_sync()
+        h1 = _perf()
+        return out, _event_elapsed(start, end), (h1 - h0) * 1e3, (returned - h0) * 1e3, hidden
 
 
 class FingerprintWeights:
@@ -214,19 +290,26 @@ def perturbed(base, spec):
 
 
 def run_batch(fn, sets, calls, caller, weights, keep=None):
-    """Time ``calls`` ([(set index, perturbation spec)]) of ``fn``; returns per-call event ms,
-    host ms and output fingerprints. ``keep``: a list that receives each call's output leaves."""
-    ms, host_ms, prints = [], [], []
+    """Time ``calls`` ([(set index, perturbation spec)]) of ``fn`` on ``caller``'s clock;
+    returns per-call ms, host ms, host ms until the call returned (``launch_ms``), output
+    fingerprints and, on the GPU-time clock, whether each launch was hidden. ``keep``: a
+    list that receives each call's output leaves."""
+    ms, host_ms, launch_ms, hidden, prints = [], [], [], [], []
     for index, spec in calls:
         ins = perturbed(sets[index], spec)
         if caller.device == "cuda":
             _cuda_sync()
-        out, elapsed, host = caller.call(fn, ins)
+        out, elapsed, host, launch, *rest = caller.call(fn, ins)
         leaves = inputs_mod.as_output_list(out)
         prints.append([fingerprint(leaf, weights) for leaf in leaves])
         ms.append(elapsed)
         host_ms.append(host)
+        launch_ms.append(launch)
+        hidden += rest
         if keep is not None:
             keep.append(leaves)
         del out, leaves, ins
-    return {"ms": ms, "host_ms": host_ms, "fingerprints": prints}
+    answer = {"ms": ms, "host_ms": host_ms, "launch_ms": launch_ms, "fingerprints": prints}
+    if caller.clock == "gpu_time":
+        answer["launch_hidden"] = hidden
+    return answer

@@ -6,6 +6,7 @@ import pytest
 
 from verifier import build as harness_build
 from verifier import timing as timing
+from verifier import timing_report
 
 
 def test_summaries_and_rse():
@@ -73,3 +74,76 @@ def test_nvidia_smi_answers_for_the_gpu_asked_by_pci_address(tmp_path, monkeypat
                       "clocks_event_reasons.active": "0x0000000000000000"}
     assert (tmp_path / "args").read_text().split()[0] == "--id=00000000:19:00.0"
     assert harness_build.nvidia_smi(["driver_version", "name"]) is None  # a line that does not fit the fields
+
+
+def _doc(verdict="passed", eager=(0.03, 0.12), cand=(0.02, 0.04), compile_ms=None, clock="gpu_time"):
+    timings = {name: {"median_ms": gpu, "clock": clock, "end_to_end": {"median_ms": e2e}}
+               for name, (gpu, e2e) in (("eager", eager), ("candidate", cand))}
+    if compile_ms:
+        timings["compile"] = {"median_ms": compile_ms, "clock": clock}
+    doc = {"verdict": verdict, "timings": timings}
+    doc["speedup"] = timing_report.speedups(timings)
+    return doc
+
+
+def test_launch_bound_when_the_eager_reference_waits_mostly_on_host_launches():
+    flags = {f["name"]: f for f in timing_report.task_flags(_doc(eager=(0.03, 0.12)))}
+    assert set(flags) == {"launch_bound"} and not flags["launch_bound"]["blocking"]
+    assert flags["launch_bound"]["end_to_end_ms"] == 0.12 and flags["launch_bound"]["gpu_time_ms"] == 0.03
+    assert "4.0x" in flags["launch_bound"]["evidence"]
+    assert timing_report.task_flags(_doc(eager=(0.3, 0.35), cand=(0.2, 0.2))) == []  # one big kernel: not launch-bound
+    assert timing_report.task_flags(_doc(eager=(0.03, 0.12), clock="host")) == []  # no GPU time on the CPU
+
+
+def test_large_headroom_from_compile_or_a_passing_kernel_only():
+    compiled = timing_report.task_flags(_doc(eager=(1.0, 1.1), compile_ms=0.05))
+    assert [f["name"] for f in compiled] == ["large_headroom"] and "torch.compile" in compiled[0]["evidence"]
+    fast = dict(eager=(1.0, 1.1), cand=(0.05, 0.06))
+    assert "this kernel passed" in timing_report.task_flags(_doc(**fast))[0]["evidence"]
+    assert timing_report.task_flags(_doc(verdict="failed", **fast)) == []  # a failing kernel proves nothing
+    assert timing_report.task_flags(_doc(eager=(1.0, 1.1), cand=(0.2, 0.2), compile_ms=0.5)) == []  # 5x, 2x
+    assert timing_report.task_flags(_doc(clock="host", **fast)) == []  # a CPU run: not about the GPU baseline
+
+
+def test_speedups_on_both_clocks_and_the_gpu_time_fallback_when_launches_were_not_hidden():
+    samples = {clock: {"candidate": {"ms": [1.0, 1.0, 1.1], "host_ms": [2.0] * 3},
+                       "eager": {"ms": [2.0, 2.0, 2.2], "host_ms": [3.0] * 3}} for clock in ("gpu_time", "end_to_end")}
+    samples["end_to_end"]["eager"]["ms"] = [4.0, 4.0, 4.0]
+    timings = timing_report.summarize_clocks(samples, ("gpu_time", "end_to_end"),
+                                             {"candidate": [False, False, True], "eager": [True, True, True]})
+    assert "fallback" in timings["candidate"] and "1 of 3" in timings["candidate"]["fallback"]
+    assert "fallback" not in timings["eager"]
+    speedup = timing_report.speedups(timings)
+    assert speedup["vs_eager"] == pytest.approx(2.0) and speedup["end_to_end"]["vs_eager"] == pytest.approx(4.0)
+    assert speedup["clock"] == "gpu_time" and "vs_compile" not in speedup
+
+
+def test_gpu_time_spin_outlasts_the_slowest_launch_within_bounds():
+    assert timing_report.queue_spin_us({"eager": [0.01, 0.02, 0.03], "candidate": [0.2, 0.2]}) == pytest.approx(630)
+    assert timing_report.queue_spin_us({"eager": [0.001]}) == 100.0
+    assert timing_report.queue_spin_us({"candidate": [500.0]}) == timing.MAX_QUEUE_SPIN_US
+    assert timing_report.queue_spin_us({"candidate": []}) == 100.0
+
+
+def test_pinning_picks_an_allowed_cpu_for_the_timed_phase_and_restores_the_affinity():
+    before = os.sched_getaffinity(0)
+    with timing_report.Pinning("cuda") as pinning:
+        assert os.sched_getaffinity(0) == set(pinning.judge_cpus) and pinning.judge_cpus[0] in before
+        assert pinning.runner_cpus[0] in before and pinning.report["judge"] == pinning.judge_cpus
+        pinning.runner_reported(pinning.runner_cpus)
+    assert os.sched_getaffinity(0) == before and pinning.report["runner_reported"] == pinning.runner_cpus
+
+
+def test_result_readers_take_both_figures_from_new_documents_and_the_one_figure_from_old_ones():
+    from verifier import result
+
+    new = _doc(eager=(0.03, 0.12), cand=(0.02, 0.04))
+    new["timings"]["candidate"]["method"] = timing_report.METHODS["gpu_time"]
+    assert result.median_ms(new, "candidate") == 0.02 and result.end_to_end_ms(new, "candidate") == 0.04
+    assert result.speedup(new, "vs_eager") == pytest.approx(1.5)
+    assert result.end_to_end_speedup(new, "vs_eager") == pytest.approx(3.0)
+    assert result.timing_clock(new) == ("gpu_time", timing_report.METHODS["gpu_time"])
+    old = {"device": "cuda", "timings": {"candidate": {"median_ms": 0.05}}, "speedup": {"vs_eager": 2.0}}
+    assert result.end_to_end_ms(old, "candidate") == 0.05 and result.end_to_end_speedup(old, "vs_eager") == 2.0
+    assert result.timing_clock(old)[0] == "end_to_end" and result.timing_clock(dict(old, device="cpu"))[0] == "host"
+    assert result.timing_clock({"timings": {"skipped": "off"}}) == (None, None)

@@ -1,0 +1,178 @@
+"""The judge's timing on two clocks (GPU time and end to end), run on the CPU: a stand-in for
+the GPU-time caller, an in-process stand-in for the runner that can forge its reports, the
+real judge loop (verifier/judge_timing.py) and the real report (verifier/timing_report.py)."""
+import contextlib
+import os
+import time
+
+import pytest
+import torch
+
+from verifier import judge_timing, timing, timing_report
+from verifier import inputs as inp
+
+HOST_MS = 20.0  # every call's own time: long beside this loaded 2-core host's scheduling noise (~4 ms)
+
+
+class Task:
+    """A task module: one 64x64 input, output 2x."""
+
+    @staticmethod
+    def get_inputs():
+        return [torch.randn(64, 64)]
+
+
+class Doubler(torch.nn.Module):
+    def forward(self, x):
+        time.sleep(HOST_MS / 1e3)
+        return x * 2
+
+
+class StandInQueuedCaller:
+    """The GPU-time caller's contract on the CPU: a wait the figure leaves out (the spin; at
+    most 1 ms here), then the call, timed; host time around both; launch hidden."""
+
+    clock = "gpu_time"
+
+    def __init__(self, device, spin_us):
+        self.device, self.spin_us = device, spin_us
+
+    def call(self, fn, inputs):
+        h0 = time.perf_counter()
+        time.sleep(min(self.spin_us, 1000.0) / 1e6)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            out = fn(inputs)
+        t1 = time.perf_counter()
+        return out, (t1 - t0) * 1e3, (t1 - h0) * 1e3, (t1 - h0) * 1e3, True
+
+
+class FakeRunner:
+    """Answers the judge's timing requests as verifier/runner.py does, in this process; ``forge``
+    rewrites a batch's answer (clock name, answer, outputs kept) before it goes back."""
+
+    def __init__(self, fn, forge=None):
+        self.fn, self.forge, self.clocks_asked, self.outputs = fn, forge, [], []
+
+    def frozen(self):
+        return contextlib.nullcontext()
+
+    def request(self, kind, values=None, tensors=(), expect=None):
+        values = values or {}
+        if kind == "timing_setup":
+            self.sets = [[tensors[e["tensor"]] if "tensor" in e else e["value"] for e in s] for s in values["sets"]]
+            self.weights = timing.FingerprintWeights(values["weight_seed"], "cpu")
+            return {}, []
+        if kind == "batch":
+            self.clocks_asked.append(values.get("clock"))
+            clock = values.get("clock") or {}
+            calls = [(k, [(ti, tensors[pi], tensors[vi]) for ti, pi, vi in spec]) for k, spec in values["calls"]]
+            caller = StandInQueuedCaller("cpu", clock.get("spin_us")) if clock.get("clock") == "gpu_time" \
+                else timing.TimedCaller("cpu")
+            self.outputs = []
+            answer = timing.run_batch(self.fn, self.sets, calls, caller, self.weights, keep=self.outputs)
+            if self.forge:
+                self.forge(caller.clock, answer, self.outputs)
+            return answer, []
+        if kind == "fetch":
+            leaves = self.outputs[values["index"]]
+            return {"leaves": [{"tensor": i} for i in range(len(leaves))]}, [t.clone() for t in leaves]
+        raise AssertionError("unexpected request %r" % kind)
+
+
+class NoHold:
+    @contextlib.contextmanager
+    def alone(self):
+        yield
+
+
+@pytest.fixture
+def two_clocks(monkeypatch):
+    """The CUDA clocks, on the CPU: the stand-in caller for GPU time, small batches; the CPU's
+    allowance for unaccounted time (5 ms or 100 % of the median) absorbs this host's noise."""
+    monkeypatch.setattr(timing_report, "clocks_for", lambda device: ("gpu_time", "end_to_end"))
+    monkeypatch.setattr(timing, "QueuedLaunchCaller", StandInQueuedCaller)
+    monkeypatch.setattr(judge_timing, "MAX_BATCH", 4)
+
+
+def run_timing(runner):
+    model = Doubler()
+    return judge_timing.time_candidate(
+        runner=runner, ref_model=model, ref_mod=Task, device="cpu", tol={"abs": 1e-2, "rel": 1e-3},
+        seed_count_sets=2, budget_s=1.0, compile_baseline=False, rse_target=None, start_delay_us=None,
+        hold=NoHold())
+
+
+def test_honest_runner_gets_both_figures_each_named_and_ranked_by_gpu_time(two_clocks):
+    runner = FakeRunner(lambda ins: Doubler()(*ins))
+    timings, speedup, info, flags, _ = run_timing(runner)
+    assert not flags, flags
+    cand, eager = timings["candidate"], timings["eager"]
+    for entry in (cand, eager):
+        assert entry["clock"] == "gpu_time" and entry["method"] == timing_report.METHODS["gpu_time"]
+        assert entry["end_to_end"]["clock"] == "end_to_end" and entry["end_to_end"]["n"] >= 8
+        assert entry["median_ms"] >= HOST_MS and entry["end_to_end"]["median_ms"] >= HOST_MS
+        assert entry["launch_hidden"] == {"calls": entry["n"], "of": entry["n"]} and "fallback" not in entry
+    assert speedup["clock"] == "gpu_time" and speedup["vs_eager"] == pytest.approx(
+        eager["median_ms"] / cand["median_ms"])
+    assert speedup["end_to_end"]["vs_eager"] == pytest.approx(
+        eager["end_to_end"]["median_ms"] / cand["end_to_end"]["median_ms"])
+    # rounds alternate the clocks, and the runner was told which (and the same spin each time)
+    asked = [c["clock"] for c in runner.clocks_asked[1:]]
+    assert asked[:4] == ["gpu_time", "end_to_end", "gpu_time", "end_to_end"] and info["rounds"] >= 4
+    assert runner.clocks_asked[0] is None  # the warm-up: end to end
+    assert len({c["spin_us"] for c in runner.clocks_asked[1:]}) == 1
+    assert info["gpu_time_spin_us"] == timing.MAX_QUEUE_SPIN_US  # 3x a 20 ms launch, capped
+    unaccounted = info["unaccounted_ms_per_call"]
+    assert set(unaccounted["by_clock"]) == {"gpu_time", "end_to_end"}
+    assert all(r["median"] <= r["allowance"] for r in unaccounted["by_clock"].values())
+
+
+def test_under_reported_gpu_time_is_caught_by_the_judges_clock(two_clocks):
+    def forge(clock, answer, outputs):
+        if clock == "gpu_time":
+            answer["ms"] = [0.0 for ms in answer["ms"]]  # 20 ms a call, over the 5 ms allowance
+
+    timings, speedup, info, flags, _ = run_timing(FakeRunner(lambda ins: Doubler()(*ins), forge))
+    names = {f["name"]: f for f in flags}
+    assert "timing_unaccounted" in names and "gpu_time clock" in names["timing_unaccounted"]["evidence"]
+    assert info["unaccounted_ms_per_call"]["clock"] == "gpu_time"
+    by_clock = info["unaccounted_ms_per_call"]["by_clock"]
+    assert by_clock["end_to_end"]["median"] <= by_clock["end_to_end"]["allowance"]
+
+
+def test_wrong_output_only_on_the_gpu_time_clock_is_caught_by_the_fingerprints(two_clocks):
+    calls = {"n": 0}
+
+    def fn(ins):  # right for the first calls (the warm-up), then half the answer on every call
+        calls["n"] += 1
+        return Doubler()(*ins) * (1.0 if calls["n"] <= 4 else 0.5)
+
+    def forge(clock, answer, outputs):  # the end-to-end clock gets right fingerprints and outputs
+        if clock == "end_to_end":
+            answer["fingerprints"] = [[2 * p[0]] for p in answer["fingerprints"]]
+            outputs[:] = [[leaf * 2 for leaf in leaves] for leaves in outputs]
+
+    _, _, info, flags, _ = run_timing(FakeRunner(fn, forge))
+    wrong = [f for f in flags if f["name"] == "timed_call_wrong_output"]
+    assert wrong and "gpu_time clock" in wrong[0]["evidence"] and info["stop"] == "a timed output was wrong"
+
+
+def test_malformed_report_is_tampering(two_clocks):
+    def forge(clock, answer, outputs):
+        answer["ms"] = answer["ms"][:-1]
+
+    _, _, _, flags, _ = run_timing(FakeRunner(lambda ins: Doubler()(*ins), forge))
+    assert [f["name"] for f in flags] == ["tampering"]
+
+
+def test_cpu_timing_has_one_clock_and_says_gpu_time_is_not_measured(monkeypatch):
+    monkeypatch.setattr(judge_timing, "MAX_BATCH", 4)
+    runner = FakeRunner(lambda ins: Doubler()(*ins))
+    timings, speedup, info, flags, _ = run_timing(runner)
+    cand = timings["candidate"]
+    assert cand["clock"] == "host" and cand["gpu_time"] == timing_report.NO_GPU_TIME
+    assert cand["end_to_end"]["median_ms"] == cand["median_ms"] and info["gpu_time"] == timing_report.NO_GPU_TIME
+    assert speedup["clock"] == "host" and "gpu_time_spin_us" not in info
+    assert info["cpu_affinity"]["pinned"] is False and "reason" in info["cpu_affinity"]
+    assert all(c is None or c["clock"] == "host" for c in runner.clocks_asked)

@@ -1,0 +1,229 @@
+"""What the timing phase reports, and how it is set up on the host: the clocks and their
+methods, the GPU-time spin, the CPUs the measuring processes are pinned to, the figures per
+clock, the speedups, the judge's-clock verdict per clock, and the task flags timing finds
+(``launch_bound``, ``large_headroom``). Pure bookkeeping over samples judge_timing.py
+collected; no Django (this file ships in every bundle).
+"""
+import os
+import statistics
+import time
+
+from . import timing
+from .result import flag
+
+# What each clock measures, named in the document beside every figure.
+METHODS = {
+    "gpu_time": "GPU time: CUDA events around the call with its whole launch queued behind a spin kernel "
+                "(inputs written behind the spin, L2 flushed), so the events time the device running the "
+                "call's kernels back to back, without the host's launch gaps",
+    "end_to_end": "end to end: CUDA events around the call launched from Python after a 50 us spin (L2 "
+                  "flushed): the host's launch of every op after the first is in it, as a caller pays it",
+    "host": "host clock: perf_counter around the call (CPU device)",
+}
+NO_GPU_TIME = "not measured: a CPU run has no device timeline, so both figures are the host clock around the call"
+RANK_CLOCK = {"cuda": "gpu_time", "cpu": "host"}
+LAUNCH_BOUND_RATIO = 2.0  # end-to-end at least twice the GPU time: the host's launches are most of it
+LARGE_HEADROOM_SPEEDUP = 10.0  # KernelBench's own warning threshold for a weak eager baseline
+HIDDEN_MAJORITY = 0.5
+
+
+def clocks_for(device):
+    """The clocks timed, in the order rounds alternate them."""
+    return ("gpu_time", "end_to_end") if device == "cuda" else ("host",)
+
+
+def queue_spin_us(launch_ms):
+    """The GPU-time spin for every implementation alike (so the judge's clock accounts for the
+    same spin on both sides): three times the slowest median host launch seen in the warm-up,
+    plus 30 us, at least 100 us. A runner that reports a longer launch only makes every call
+    longer (bounded by MAX_QUEUE_SPIN_US); one that reports a shorter one leaves its own host
+    gaps in its own figure."""
+    medians = [statistics.median(v) for v in launch_ms.values() if v]
+    worst = max(medians) if medians else 0.0
+    return min(max(100.0, 3000.0 * worst + 30.0), timing.MAX_QUEUE_SPIN_US)
+
+
+def idle_cpus(count=2, window_s=0.05):
+    """The ``count`` least busy CPUs this process may run on, by /proc/stat over a short
+    window (the judge first, then the runner); fewer when fewer are allowed."""
+    allowed = sorted(os.sched_getaffinity(0))
+
+    def busy():
+        out = {}
+        try:
+            with open("/proc/stat") as fh:
+                for line in fh:
+                    name, _, rest = line.partition(" ")
+                    if name.startswith("cpu") and name[3:].isdigit():
+                        values = [int(v) for v in rest.split()]
+                        out[int(name[3:])] = (sum(values) - values[3] - values[4], sum(values))
+        except (OSError, ValueError, IndexError):
+            pass
+        return out
+
+    before = busy()
+    time.sleep(window_s)
+    after = busy()
+
+    def load(cpu):
+        if cpu not in before or cpu not in after:
+            return 1.0
+        total = after[cpu][1] - before[cpu][1]
+        return (after[cpu][0] - before[cpu][0]) / total if total > 0 else 0.0
+
+    return sorted(allowed, key=lambda cpu: (load(cpu), cpu))[:count]
+
+
+class Pinning:
+    """The judge's thread pinned to one CPU for the timed phase, the runner to another (it
+    pins itself when its batches ask); the affinity is restored afterwards."""
+
+    def __init__(self, device):
+        self.report = {"pinned": device == "cuda"}
+        self.before = None
+        self.judge_cpus, self.runner_cpus = None, None
+        if device != "cuda":
+            self.report["reason"] = "not pinned on the CPU device: the kernel's own threads share the host"
+            self.report["judge"] = sorted(os.sched_getaffinity(0))
+
+    def __enter__(self):
+        if not self.report["pinned"]:
+            return self
+        try:
+            self.before = os.sched_getaffinity(0)
+            chosen = idle_cpus(2)
+            self.judge_cpus, self.runner_cpus = [chosen[0]], [chosen[-1]]
+            os.sched_setaffinity(0, set(self.judge_cpus))
+            self.report.update(judge=sorted(os.sched_getaffinity(0)), runner_requested=self.runner_cpus,
+                               allowed=sorted(self.before))
+        except (OSError, AttributeError, IndexError) as exc:
+            self.report.update(pinned=False, reason="could not pin: %s" % exc)
+        return self
+
+    def runner_reported(self, cpus):
+        if cpus is not None and "runner_reported" not in self.report:
+            self.report["runner_reported"] = cpus if isinstance(cpus, (list, str)) else repr(cpus)[:200]
+
+    def __exit__(self, *exc):
+        if self.before is not None:
+            try:
+                os.sched_setaffinity(0, self.before)
+            except OSError:
+                pass
+        return False
+
+
+def summarize_clocks(samples, clocks, hidden):
+    """``timings`` for the document: per implementation the ranking clock's figures at the top
+    (``median_ms`` ...) with its ``clock`` and ``method``, and the end-to-end figures under
+    ``end_to_end``; on the CPU both are the host clock and ``gpu_time`` says why."""
+    rank = clocks[0]
+    out = {}
+    for name in samples[rank]:
+        entry = dict(timing.summarize(samples[rank][name]["ms"], samples[rank][name]["host_ms"]),
+                     clock=rank, method=METHODS[rank])
+        if rank == "gpu_time":
+            seen = hidden.get(name) or []
+            entry["launch_hidden"] = {"calls": sum(1 for h in seen if h is True), "of": len(seen)}
+            if seen and entry["launch_hidden"]["calls"] < HIDDEN_MAJORITY * len(seen):
+                entry["fallback"] = ("the launch was hidden in only %d of %d calls: the call waits for the device "
+                                     "(a synchronize or a copy to the host inside it), so this figure also holds the "
+                                     "host's time from that wait to the call's return"
+                                     % (entry["launch_hidden"]["calls"], len(seen)))
+        e2e = clocks[-1]
+        entry["end_to_end"] = dict(timing.summarize(samples[e2e][name]["ms"], samples[e2e][name]["host_ms"]),
+                                   clock=e2e, method=METHODS[e2e])
+        if rank == "host":
+            entry["gpu_time"] = NO_GPU_TIME
+        out[name] = entry
+    return out
+
+
+def speedups(timings):
+    """vs_eager / vs_compile on the ranking clock, and the same on the end-to-end clock."""
+    def ratios(pick):
+        cand = pick(timings.get("candidate") or {})
+        found = {}
+        for name, key in (("eager", "vs_eager"), ("compile", "vs_compile")):
+            ref = pick(timings.get(name) or {})
+            if cand and ref:
+                found[key] = ref / cand
+        return found
+
+    speedup = ratios(lambda t: t.get("median_ms"))
+    if not speedup:
+        return {}
+    speedup["clock"] = (timings.get("candidate") or {}).get("clock")
+    speedup["end_to_end"] = ratios(lambda t: (t.get("end_to_end") or {}).get("median_ms"))
+    return speedup
+
+
+def unaccounted_verdict(unaccounted, timings, allowance_rule):
+    """The judge's-clock check per clock: the median over its rounds of the runner's unaccounted
+    time per call against max(ms, fraction of the candidate's median on that clock). Returns
+    (report, flag or None); the report's top level is the clock nearest its allowance."""
+    abs_ms, frac = allowance_rule
+    by_clock, worst = {}, None
+    cand = timings.get("candidate") or {}
+    for clock, per_round in unaccounted.items():
+        median = cand.get("median_ms") if cand.get("clock") == clock else (cand.get("end_to_end") or {}).get(
+            "median_ms")
+        allowance = max(abs_ms, frac * (median or 0.0))
+        mid = sorted(per_round)[len(per_round) // 2] if per_round else 0.0
+        by_clock[clock] = {"median": mid, "allowance": allowance, "per_round": [round(u, 4) for u in per_round[:200]],
+                           "candidate_median_ms": median}
+        if worst is None or mid / allowance > by_clock[worst]["median"] / by_clock[worst]["allowance"]:
+            worst = clock
+    if worst is None:
+        return {"median": 0.0, "allowance": abs_ms, "per_round": []}, None
+    report = dict(by_clock[worst], clock=worst, by_clock=by_clock)
+    failing = [c for c, r in by_clock.items() if r["median"] > r["allowance"]]
+    if not failing:
+        return report, None
+    r = by_clock[failing[0]]
+    return report, flag("timing_unaccounted", True,
+                        "on the %s clock the judge's clock around each batch left %.4g ms per call unaccounted for by "
+                        "the runner's reported %.4g ms median (allowance %.4g ms, after the judge's own per-call "
+                        "overhead and the channel's round trip): work runs outside the timed window (before the start "
+                        "event, on another stream or thread, or behind a patched timer)"
+                        % (failing[0], r["median"], r["candidate_median_ms"] or 0.0, r["allowance"]), source="judge")
+
+
+def task_flags(doc):
+    """Timing's findings about the task (advisory), from a finished document:
+
+    - ``launch_bound``: the eager reference's end-to-end time is at least LAUNCH_BOUND_RATIO
+      times its GPU time, so the host's launches are most of what a caller waits for; rank by
+      the GPU time;
+    - ``large_headroom``: torch.compile, or this kernel when it passed, beats eager by more than
+      LARGE_HEADROOM_SPEEDUP on the GPU-time clock: the eager baseline is weak, so speedups
+      over it say little (KernelBench's warning).
+
+    Neither is raised from a CPU run: its figures say nothing about the task's GPU baseline."""
+    timings, speedup = doc.get("timings") or {}, doc.get("speedup") or {}
+    eager = timings.get("eager") or {}
+    found = []
+    gpu, e2e = eager.get("median_ms"), (eager.get("end_to_end") or {}).get("median_ms")
+    if eager.get("clock") == "gpu_time" and gpu and e2e and e2e >= LAUNCH_BOUND_RATIO * gpu:
+        found.append(flag("launch_bound", False,
+                          "the eager reference takes %.4g ms end to end (%s) but %.4g ms of GPU time (%s): %.1fx, so "
+                          "the host launching its ops is most of its end-to-end time; rank by GPU time"
+                          % (e2e, "CUDA events, launched from Python", gpu, "launch queued behind a spin", e2e / gpu),
+                          source="judge", end_to_end_ms=e2e, gpu_time_ms=gpu))
+    beaten = []
+    compile_ms = (timings.get("compile") or {}).get("median_ms")
+    if gpu and compile_ms and gpu / compile_ms > LARGE_HEADROOM_SPEEDUP:
+        beaten.append("torch.compile runs it in %.4g ms against eager's %.4g ms (%.1fx)" % (
+            compile_ms, gpu, gpu / compile_ms))
+    cand_ms, vs_eager = (timings.get("candidate") or {}).get("median_ms"), speedup.get("vs_eager")
+    if doc.get("verdict") == "passed" and isinstance(vs_eager, (int, float)) and vs_eager > LARGE_HEADROOM_SPEEDUP:
+        beaten.append("this kernel passed in %.4g ms against eager's %.4g ms (%.1fx)" % (cand_ms or 0.0, gpu or 0.0,
+                                                                                        vs_eager))
+    if beaten and eager.get("clock") == "gpu_time":  # a CPU run says nothing about the task's GPU baseline
+        clock = eager["clock"]
+        found.append(flag("large_headroom", False,
+                          "%s on the %s clock, more than the %gx at which KernelBench warns that the eager baseline is "
+                          "weak: speedups over eager on this task say little" % ("; ".join(beaten), clock,
+                                                                                 LARGE_HEADROOM_SPEEDUP),
+                          source="judge"))
+    return found
