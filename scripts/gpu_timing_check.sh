@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# GPU time vs end to end on the H200, in one call (docs/harness.md, "Harness 2.1.0 on the H200"):
+# the same kernel in PROCESSES separate judge processes, for one honest kernel per demo-archive
+# task and the sample's level 1/2/3 task-1 kernels (bench/bench_timing_repro.py), JOBS at a time
+# sharing the GPU through the device lock (each timing loop alone on it).
+#
+#   OUT=dir bash scripts/gpu_timing_check.sh [PROCESSES] [JOBS] [TIME_BUDGET_S] [LIMIT_S] [ONLY]
+#
+# Writes $OUT/versions.txt, $OUT/repro/summary.{json,md}, $OUT/repro/documents/*.json (every
+# result document, logs trimmed) and $OUT/repro.log. LIMIT_S stops the bench (the summary is
+# rewritten after every process, so a run cut short keeps what finished).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:?set OUT to the results directory}
+processes=${1:-5}
+jobs=${2:-5}
+budget=${3:-1.0}
+limit=${4:-400}
+only=${5:-}
+mkdir -p "$OUT/repro"
+{
+    nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+    python3 -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)'
+    nproc
+} > "$OUT/versions.txt" 2>&1
+timeout "$limit" python3 bench/bench_timing_repro.py --out "$OUT/repro" --processes "$processes" --jobs "$jobs" \
+    --time-budget "$budget" --device cuda ${only:+--only "$only"} > "$OUT/repro.log" 2>&1
+echo "bench exit $? after $SECONDS s" >> "$OUT/repro.log"
+rm -rf "$OUT/repro/locks" "$OUT/repro/sources"
+tail -n 15 "$OUT/repro.log"
