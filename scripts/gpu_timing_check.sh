@@ -23,8 +23,18 @@ mkdir -p "$OUT/repro"
     python3 -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)'
     nproc
 } > "$OUT/versions.txt" 2>&1
+# Smoke first (one process, one kernel): a broken GPU path stops here instead of spending the call.
+timeout 150 python3 bench/bench_timing_repro.py --out "$OUT/smoke" --processes 1 --jobs 1 --time-budget 0.5 \
+    --device cuda --only demo:relu_float4_grid_stride > "$OUT/smoke.log" 2>&1
+if ! grep -q '"verdict": "passed"' "$OUT"/smoke/documents/demo_relu_float4_grid_stride_p0.json 2>/dev/null; then
+    echo "smoke failed after $SECONDS s"; tail -n 30 "$OUT/smoke.log"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("error"), d.get("flags"), d.get("log","")[-3000:])' \
+        "$OUT"/smoke/documents/demo_relu_float4_grid_stride_p0.json 2>&1 | tail -c 6000
+    exit 1
+fi
+echo "smoke passed after $SECONDS s" > "$OUT/repro.log"
 timeout "$limit" python3 bench/bench_timing_repro.py --out "$OUT/repro" --processes "$processes" --jobs "$jobs" \
-    --time-budget "$budget" --device cuda ${only:+--only "$only"} > "$OUT/repro.log" 2>&1
+    --time-budget "$budget" --device cuda ${only:+--only "$only"} >> "$OUT/repro.log" 2>&1
 echo "bench exit $? after $SECONDS s" >> "$OUT/repro.log"
-rm -rf "$OUT/repro/locks" "$OUT/repro/sources"
+rm -rf "$OUT"/*/locks "$OUT"/*/sources
 tail -n 15 "$OUT/repro.log"
