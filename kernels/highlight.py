@@ -22,12 +22,17 @@ def _formatter(line_prefix: str) -> HtmlFormatter:
 
 
 def kernel_source_html(kernel: Kernel) -> SafeString:
-    lexer = PythonLexer() if kernel.kind == Kernel.Kind.MODEL_NEW else CudaLexer()
-    return mark_safe(highlight(kernel.code, lexer, _formatter(KERNEL_LINE_PREFIX)))
+    return mark_safe(highlight(kernel.code, kernel_lexer(kernel), _formatter(KERNEL_LINE_PREFIX)))
+
+
+def kernel_lexer(kernel: Kernel):
+    # stripnl=False: pygments drops leading blank lines by default, which would shift every
+    # line anchor (#L-12) away from the line numbers compilers and clang-tidy report.
+    return PythonLexer(stripnl=False) if kernel.kind == Kernel.Kind.MODEL_NEW else CudaLexer(stripnl=False)
 
 
 def python_source_html(code: str, line_prefix: str = REFERENCE_LINE_PREFIX) -> SafeString:
-    return mark_safe(highlight(code, PythonLexer(), _formatter(line_prefix)))
+    return mark_safe(highlight(code, PythonLexer(stripnl=False), _formatter(line_prefix)))
 
 
 def diff_html(unified_diff: str) -> SafeString:

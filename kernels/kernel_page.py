@@ -2,41 +2,42 @@
 from search.selectors import related_kernels
 
 from . import selectors
+from .build_log import first_build_error
 from .charts import speed_of_light
-from .diffing import code_diff
+from .comparison import code_comparison, preferred_profile, profile_comparison
 from .highlight import kernel_source_html, python_source_html
 from .models import Profile
+from .profile_tables import clang_tidy_groups, ncu_launch, ncu_metric_values, ncu_sections, torch_profile_rows
 from .ranking import excluded_reason
 from .verification_views import kernel_findings, latest_trusted, verifications_by_gpu
-from .profile_tables import clang_tidy_groups, ncu_metric_values, ncu_sections, torch_profile_rows
 
 PROFILE_ORDER = {Profile.Kind.NCU: 0, Profile.Kind.TORCH: 1, Profile.Kind.CLANG_TIDY: 2}
 
 
-def kernel_page_context(kernel_id: int) -> dict:
+def kernel_page_context(kernel_id: int, params=None) -> dict:
+    """`params`: the page's query (kernels/comparison.py reads what to compare with)."""
+    params = params or {}
     kernel = selectors.kernel_with_task(kernel_id)
     verifications = list(selectors.kernel_verifications(kernel.id))
     # Best by kernels/ranking.py: never a failed or suspected kernel; "claimed" when no kernel
     # of the task has passed a trusted verification.
     best = selectors.best_kernel_of_task(kernel.task_id)
-    diffs = []
-    if best is not None and best.id != kernel.id:
-        diffs.append(code_diff(old_code=best.code, new_code=kernel.code, old_label=f"best kernel #{best.id}",
-                               new_label=f"this kernel #{kernel.id}",
-                               against=f"the task's best kernel ({best.basis})", other_kernel_id=best.id))
-    if kernel.parent is not None:
-        diffs.append(code_diff(old_code=kernel.parent.code, new_code=kernel.code,
-                               old_label=f"parent #{kernel.parent.id}", new_label=f"this kernel #{kernel.id}",
-                               against="its parent", other_kernel_id=kernel.parent.id))
+    profiles = sorted(kernel.profiles.all(), key=lambda p: (PROFILE_ORDER.get(p.kind, 9), p.origin))
+    profile_views = [_profile_view(p) for p in profiles]
+    ncu_profiles = [p for p in profiles if p.kind == Profile.Kind.NCU]
+    if ncu_profiles:  # the comparison sits under the profile it compares: ours, else the archive's
+        compared = preferred_profile(ncu_profiles)
+        next(view for view in profile_views if view["profile"] is compared)["compare_here"] = True
     return {
         "kernel": kernel,
         "task": kernel.task,
         "source_html": kernel_source_html(kernel),
         "reference_html": python_source_html(kernel.task.reference_code),
         "best_kernel": best,
-        "diffs": diffs,
-        "profiles": [_profile_view(p) for p in sorted(kernel.profiles.all(),
-                                                      key=lambda p: (PROFILE_ORDER.get(p.kind, 9), p.origin))],
+        "comparison": code_comparison(kernel, best, params),
+        "build_error": first_build_error(kernel.error_text, kernel.code),
+        "profiles": profile_views,
+        "ncu_comparison": profile_comparison(kernel, ncu_profiles, params),
         "verifications": verifications,
         "verifications_by_gpu": verifications_by_gpu(verifications),
         "findings": kernel_findings(kernel, latest_trusted(verifications, kernel)),
@@ -54,6 +55,7 @@ def _profile_view(profile: Profile) -> dict:
     view = {"profile": profile, "kind": profile.kind, "chart_id": f"chart-{profile.kind}-{profile.origin}"}
     if profile.kind == Profile.Kind.NCU:
         view["sections"] = ncu_sections(parsed)
+        view["launch"] = ncu_launch(parsed, profile.raw_text)
         view["chart"] = speed_of_light(ncu_metric_values(parsed))
     elif profile.kind == Profile.Kind.TORCH:
         view["headings"], view["rows"] = torch_profile_rows(parsed)

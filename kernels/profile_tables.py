@@ -1,8 +1,13 @@
 """Profiles as the tables a kernel page shows: NCU metrics by section with their rules,
 the torch profiler's top events, clang-tidy warnings grouped by check. No ORM here."""
+import csv
+import io
+import re
 from collections import Counter
 
 from verifier.profile_parsers import parse_clang_tidy_output
+
+from .ncu_format import shown_spread, shown_value
 
 SOL = "GPU Speed Of Light Throughput"
 COMPUTE = "Compute Workload Analysis"
@@ -50,15 +55,18 @@ RULE_TYPES = {"WRN": "warning", "OPT": "optimisation", "INF": "information", "ER
 
 
 def ncu_sections(parsed: dict) -> list[dict]:
-    """[{name, metrics: [{name, unit, value, variance, n}], rules: [{name, type, kind, description}]}]
+    """[{name, metrics: [{name, unit, value, variance, n, shown, spread}], rules: [{name, type, kind, description}]}]
     in ncu's section order; a section appears when it has a metric or a rule."""
     sections = {name: {"name": name, "metrics": [], "rules": []} for name in SECTION_ORDER}
     for name, metric in (parsed.get("metrics") or {}).items():
         section, label = _place_metric(str(name))
         metric = metric if isinstance(metric, dict) else {}
+        unit = metric.get("unit") or ""
         sections[section]["metrics"].append({
-            "name": label, "unit": metric.get("unit") or "", "value": metric.get("avg_value"),
+            "name": label, "unit": unit, "value": metric.get("avg_value"),
             "variance": metric.get("variance"), "n": metric.get("n"),
+            "shown": shown_value(metric.get("avg_value"), unit),
+            "spread": shown_spread(metric.get("variance"), metric.get("n"), unit),
         })
     for name, rule in (parsed.get("rules") or {}).items():
         rule = rule if isinstance(rule, dict) else {}
@@ -75,6 +83,60 @@ def _place_metric(name: str) -> tuple[str, str]:
     if rest and prefix in SECTION_ORDER:
         return prefix, rest
     return SECTION_OF_METRIC.get(name, OTHER), name
+
+
+# What a reader looks for first: what ran, with which launch configuration, how long it took.
+LAUNCH_METRICS = (("Grid Size", "grid"), ("Block Size", "block"), ("Registers Per Thread", "registers per thread"),
+                  ("Static Shared Memory Per Block", "static shared memory per block"),
+                  ("Dynamic Shared Memory Per Block", "dynamic shared memory per block"), ("Threads", "threads"),
+                  ("Waves Per SM", "waves per SM"), ("Duration", "duration"))
+# The launch header of ncu's details text: `name(args) (65536, 1, 1)x(256, 1, 1), Context 1, Stream 7, ...`.
+_TEXT_LAUNCH = re.compile(r"^  (?P<name>\S.*?) \((?P<grid>[\d, ]+)\)x\((?P<block>[\d, ]+)\), Context \d+", re.M)
+_RAW_HEAD = 20_000  # the launch is described at the top; a long profile is not read further
+
+
+def ncu_launch(parsed: dict, raw_text: str) -> list[dict]:
+    """[{label, shown}] of the kernel name, grid and block sizes, registers, shared memory and
+    duration, from the metrics when ncu's Launch Statistics / Speed Of Light sections were
+    profiled, else from the launch columns of ncu's CSV or the launch line of its text page.
+    The archive's profiles hold none of these (it profiled four other sections): then empty."""
+    metrics = parsed.get("metrics") or {}
+    found = {}
+    head = raw_text[:_RAW_HEAD] if isinstance(raw_text, str) else ""
+    if head.lstrip().startswith('"ID"') or '\n"ID",' in head:
+        found.update(_launch_from_csv(head))
+    elif match := _TEXT_LAUNCH.search(head):
+        found.update({"kernel": match.group("name"), "grid": f"({match.group('grid')})",
+                      "block": f"({match.group('block')})"})
+    rows = [{"label": "kernel", "shown": found["kernel"], "raw": found["kernel"]}] if "kernel" in found else []
+    for name, label in LAUNCH_METRICS:
+        metric = _metric(metrics, name)
+        if label in found:  # the launch's own (x, y, z) says more than the metric's product
+            rows.append({"label": label, "shown": found[label], "raw": found[label]})
+        elif metric is not None:
+            shown = shown_value(metric.get("avg_value"), metric.get("unit") or "")
+            rows.append({"label": label, "shown": shown.text, "raw": shown.raw})
+    return rows
+
+
+def _metric(metrics: dict, name: str) -> dict | None:
+    metric = metrics.get(name)
+    if metric is None:
+        metric = next((value for key, value in metrics.items() if str(key).endswith(f": {name}")), None)
+    return metric if isinstance(metric, dict) else None
+
+
+def _launch_from_csv(head: str) -> dict:
+    lines = [line for line in head.splitlines() if not line.startswith("==")]
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(lines[:2]))))
+    except csv.Error:
+        return {}
+    if len(rows) < 2:
+        return {}
+    row = dict(zip(rows[0], rows[1]))
+    return {key: value for key, value in (("kernel", row.get("Kernel Name")), ("grid", row.get("Grid Size")),
+                                          ("block", row.get("Block Size"))) if value}
 
 
 def ncu_metric_values(parsed: dict) -> dict[str, tuple[float, str]]:

@@ -70,7 +70,7 @@ def task_detail(request, level: int, task_number: int):
 
 
 def kernel_detail(request, kernel_id: int):
-    return render(request, "kernels/kernel_detail.html", kernel_page_context(kernel_id))
+    return render(request, "kernels/kernel_detail.html", kernel_page_context(kernel_id, request.GET))
 
 
 def kernel_source(request, kernel_id: int):

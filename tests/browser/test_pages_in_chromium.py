@@ -78,6 +78,6 @@ def test_hostile_archive_text_runs_nothing(live_server, watched_page, tmp_path):
         open_page(watched_page, live_server.url + url)
     page = open_page(watched_page, f"{live_server.url}/kernels/{bad.id}/")
     assert page.locator("#kernel-name").inner_text() == bad.name  # shown as text, not markup
-    assert PAYLOAD in page.locator("#error-log + pre.log").inner_text()
+    assert PAYLOAD in page.locator("#error-log ~ details.full-log pre.log").text_content()
     watched_page.screenshot("kernel_hostile")
     watched_page.assert_clean()

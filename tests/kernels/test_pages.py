@@ -163,7 +163,9 @@ def test_kernel_page_shows_code_profiles_diffs_and_history(client, board):
     assert 'data-chart="chart-ncu-archive"' in html  # speed-of-light picture
     assert '<a href="#L-3">line 3</a>' in html and "bugprone-macro-parentheses" in html
     assert 'id="torch-profile-table"' in html and "matmul_kernel" in html
-    assert "Diff against the task&#x27;s best kernel" in html and "Diff against its parent" in html
+    assert "Diff against the task&#x27;s best kernel" in html and '<option value="parent">its parent' in html
+    parent = client.get(f"/kernels/{slow.id}/", {"compare": "parent"}).content.decode()
+    assert "Diff against its parent" in parent and 'id="diff-split"' in parent
     assert "Failed" in html  # the failed verification in the history
     # Where the worker's time went, in the order of the run.
     assert "build 84 s · run 94 s · waited for the GPU 70 s · GPU alone 4.9 s · ncu 42 s" in html
