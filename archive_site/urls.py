@@ -15,3 +15,8 @@ urlpatterns = [
     path("", include("search.urls")),
     path("", include("kernels.urls")),
 ]
+
+# Styled pages with the site's navigation; JSON ({"detail": ...}) under /api/ (archive_site/errors.py).
+handler400 = "archive_site.errors.bad_request"
+handler404 = "archive_site.errors.not_found"
+handler500 = "archive_site.errors.server_error"

@@ -34,6 +34,7 @@ class EscapedJSONRenderer(JSONRenderer):
 
 class Pagination(PageNumberPagination):
     page_size = 50
+    invalid_page_message = "Page {page_number} does not exist ({message})."
     page_size_query_param = "page_size"
     max_page_size = MAX_PAGE_SIZE
 

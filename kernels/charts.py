@@ -8,6 +8,7 @@ import html
 import math
 
 from .profile_tables import SOL
+from .selectors import BINS_PER_OCTAVE
 
 COLOURS = {1: "#1f77b4", 2: "#ff7f0e", 3: "#2ca02c"}
 _BASE_LAYOUT = {"margin": {"l": 60, "r": 20, "t": 30, "b": 50}, "height": 360, "hovermode": "closest",
@@ -23,17 +24,45 @@ def _layout(**overrides) -> dict:
 
 
 def speedup_distribution(histogram: list[dict]) -> dict:
-    """Correct kernels per bin of claimed speedup vs eager, one bar series per level."""
-    labels = sorted({(row["low"], row["high"]) for row in histogram})
-    names = [f"{low:.2f}–{high:.2f}×" for low, high in labels]
+    """Correct kernels per bin of claimed speedup vs eager, one bar series per level. Every bin
+    from the slowest to the fastest is drawn (an empty bin is a gap in the data, not a bin to
+    hide), always reaching 1× so the dotted 1× line (as fast as eager) has a place."""
+    bins = {row.get("bin", _bin_of(row["low"])) for row in histogram}
+    if not bins:
+        return {"data": [], "layout": _layout(xaxis={"title": {"text": "claimed speedup vs eager"}})}
+    first, last = min(min(bins), -1), max(max(bins), 0)
+    every = list(range(first, last + 1))
+    names = [f"{_short(2 ** (b / BINS_PER_OCTAVE))}–{_short(2 ** ((b + 1) / BINS_PER_OCTAVE))}×" for b in every]
     data = []
     for level in sorted({row["level"] for row in histogram}):
-        counts = {(row["low"], row["high"]): row["kernels"] for row in histogram if row["level"] == level}
-        data.append({"type": "bar", "name": f"level {level}", "x": names, "y": [counts.get(key, 0) for key in labels],
+        counts = {row.get("bin", _bin_of(row["low"])): row["kernels"] for row in histogram if row["level"] == level}
+        data.append({"type": "bar", "name": f"level {level}", "x": names, "y": [counts.get(b, 0) for b in every],
                      "marker": {"color": COLOURS.get(level)}})
+    one = every.index(0) - 0.5  # the category boundary where bins reach 1x
+    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": one, "x1": one, "y0": 0, "y1": 1,
+               "line": {"dash": "dot", "color": "#57606a", "width": 2}}]
+    annotations = [{"x": one, "xref": "x", "y": 1, "yref": "paper", "text": "1× (as fast as eager)",
+                    "showarrow": False, "xanchor": "left", "yanchor": "bottom", "font": {"size": 11}}]
+    tallest = max((sum(trace["y"][i] for trace in data) for i in range(len(every))), default=0)
     return {"data": data, "layout": _layout(
-        barmode="stack", xaxis={"title": {"text": "claimed speedup vs eager (quarter-octave bins)"}},
-        yaxis={"title": {"text": "correct kernels"}})}
+        barmode="stack", bargap=0.05, shapes=shapes, annotations=annotations, margin={"l": 90, "r": 20, "t": 40, "b": 90},
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
+        xaxis={"title": {"text": "claimed speedup vs eager (quarter-octave bins)"}, "type": "category",
+               "tickangle": -45, "automargin": True},
+        # Kernel counts: whole numbers on the axis.
+        yaxis={"title": {"text": "correct kernels"}, "rangemode": "tozero", "tickformat": "d",
+               **({"dtick": 1} if tallest <= 10 else {})})}
+
+
+def _bin_of(low: float) -> int:
+    return round(math.log2(low) * BINS_PER_OCTAVE)
+
+
+def _short(value: float) -> str:
+    """Two significant figures: 0.0011, 0.35, 1.2, 14, 240."""
+    if value >= 10:
+        return f"{value:.0f}"
+    return f"{value:.2g}" if value >= 0.0001 else f"{value:.1e}"
 
 
 def task_speedups(kernels) -> dict:

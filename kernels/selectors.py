@@ -9,9 +9,10 @@ import hashlib
 import math
 
 from django.core.cache import cache
-from django.core.paginator import Page, Paginator
+from django.core.paginator import EmptyPage, Page, Paginator
 from django.db.models import Case, Count, Exists, F, IntegerField, Max, OuterRef, Q, Subquery, Sum, Value, When
 from django.db.models.functions import Coalesce, Floor, Ln
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from . import ranking
@@ -109,7 +110,11 @@ def leaderboard_page(query: LeaderboardQuery) -> Page:
         kernels, count = Kernel.objects.filter(id__in=ids), len(ids)
     paginator = Paginator(kernel_list_rows(kernels).order_by(*LIST_ORDER[query.sort]), query.page_size)
     paginator.count = count  # a cached_property: the paginator does not count again
-    return paginator.get_page(query.page)
+    try:
+        return paginator.page(query.page)
+    except EmptyPage:  # page=999 is an error the reader sees, not a silent last page
+        raise Http404(f"Page {query.page} does not exist: there {'is' if paginator.num_pages == 1 else 'are'} "
+                      f"{paginator.num_pages} page{'' if paginator.num_pages == 1 else 's'}.") from None
 
 
 def _kept_per_archive_version(kind: str, key: tuple, compute):
