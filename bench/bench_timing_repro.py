@@ -9,7 +9,8 @@ and the shared sample's level 1, 2 and 3 task-1 kernels kept in bench/timing_rep
 (their functional forms from verifier/functional_forms/). Every kernel is built once
 (``--build-only``, all at once), then its N processes run ``python -m verifier.judge`` with
 ``--jobs`` at a time sharing the GPU through the device lock (KB_DEVICE_LOCK_DIR), so every
-timing loop has the GPU alone while other processes' correctness trials overlap.
+timing loop has the GPU alone while other processes' correctness trials overlap;
+``--reserve-cpus`` keeps CPUs free for the timing loops (the judge and runner pin to them).
 
 Spread = (max - min) / median over the processes of a figure. Writes DIR/documents/ (every
 result document), DIR/summary.json and DIR/summary.md; prints the table. Figures, not asserts.
@@ -30,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from verifier import result as result_doc  # noqa: E402
+from verifier import timing_report  # noqa: E402
 from verifier.functional_forms import functional_form_source  # noqa: E402
 
 DEMO_FAST = ("relu_float4_grid_stride", "softmax_warp_shuffle_online", "matmul_shared_tiled_32",
@@ -61,6 +63,15 @@ def kernels(work: Path):
     return found
 
 
+def away_from(reserved):
+    """preexec_fn: this process on every allowed CPU but the reserved ones (they are for timing)."""
+    def apply():
+        others = os.sched_getaffinity(0) - set(reserved)
+        if reserved and others:
+            os.sched_setaffinity(0, others)
+    return apply
+
+
 def judge(kernel, device, build_dir, extra, out_json, env):
     name, ref, cand, fn = kernel
     argv = [sys.executable, "-m", "verifier.judge", "--reference", str(ref), "--candidate", str(cand), "--kind",
@@ -68,7 +79,9 @@ def judge(kernel, device, build_dir, extra, out_json, env):
     if fn:
         argv += ["--functional", str(fn)]
     t0 = time.monotonic()
-    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    reserved = timing_report.reserved_cpus(env.get("KB_TIMING_CPUS", ""))
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+                          preexec_fn=away_from(reserved))
     wall = time.monotonic() - t0
     try:
         doc = json.loads(Path(out_json).read_text())
@@ -145,13 +158,16 @@ def main(argv=None):
     p.add_argument("--only", help="comma-separated kernel names (as in the table)")
     p.add_argument("--compile", action="store_true", help="time the torch.compile baseline too (~15 s a process)")
     p.add_argument("--build-dir", default=os.path.join(tempfile.gettempdir(), "kb_timing_repro_builds"))
+    p.add_argument("--reserve-cpus", default="", help="e.g. 0,1: kept free for the timing loops (KB_TIMING_CPUS); "
+                   "every judge process runs on the other CPUs until it times")
     args = p.parse_args(argv)
     out = Path(args.out)
     (out / "documents").mkdir(parents=True, exist_ok=True)
     todo = kernels(out)
     if args.only:
         todo = [k for k in todo if k[0] in args.only.split(",")]
-    env = dict(os.environ, KB_DEVICE_LOCK_DIR=str(out / "locks"), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, KB_DEVICE_LOCK_DIR=str(out / "locks"), PYTHONUNBUFFERED="1",
+               KB_TIMING_CPUS=args.reserve_cpus)
     extra = ["--time-budget", str(args.time_budget), "--seeds", "1,2,3"] + ([] if args.compile else ["--no-compile"])
     started = time.monotonic()
     with futures.ThreadPoolExecutor(max(len(todo), 1)) as pool:  # builds: CPU only, all at once
@@ -178,6 +194,7 @@ def main(argv=None):
 def write_summary(out, rows, args, started, built):
     summary = summarize({name: runs for name, runs in rows.items() if runs})
     meta = {"processes": args.processes, "jobs": args.jobs, "time_budget_s": args.time_budget,
+            "reserved_cpus": args.reserve_cpus or None,
             "compile_baseline": args.compile, "wall_s": round(time.monotonic() - started, 1),
             "versions": next((d.get("versions") for d in built if d.get("versions")), None)}
     (out / "summary.json").write_text(json.dumps({"meta": meta, "kernels": summary}, indent=1, default=str))

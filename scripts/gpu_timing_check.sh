@@ -34,6 +34,7 @@ if ! grep -q '"verdict": "passed"' "$OUT"/smoke/documents/demo_relu_float4_grid_
 fi
 echo "smoke passed after $SECONDS s" > "$OUT/repro.log"
 timeout "$limit" python3 bench/bench_timing_repro.py --out "$OUT/repro" --processes "$processes" --jobs "$jobs" \
+    --reserve-cpus "${RESERVE_CPUS:-0,1}" \
     --time-budget "$budget" --device cuda ${only:+--only "$only"} >> "$OUT/repro.log" 2>&1
 echo "bench exit $? after $SECONDS s" >> "$OUT/repro.log"
 rm -rf "$OUT"/*/locks "$OUT"/*/sources

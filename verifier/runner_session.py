@@ -113,7 +113,7 @@ class RunnerSession:
         if self.kind == "cuda_forward":
             try:
                 ext, self.checks["build"] = build.build_cuda_forward(setup["candidate_src"], device, self.build_dir,
-                                                                     ctx.log)
+                                                                     ctx.log, setup.get("pch_header"))
             except build.BuildError as exc:
                 ctx.add_flag(checks.flag("build_failed", True, "the candidate did not build: %s" % str(exc)[-3000:]))
                 return False
@@ -195,7 +195,7 @@ class RunnerSession:
             spin = clock.get("spin_us")
             spin = float(spin) if isinstance(spin, (int, float)) and not isinstance(spin, bool) else 0.0
             if getattr(self.gpu_caller, "spin_us", None) != min(max(spin, 0.0), timing.MAX_QUEUE_SPIN_US):
-                self.gpu_caller = timing.QueuedLaunchCaller(self.device, spin)
+                self.gpu_caller = timing.QueuedLaunchCaller(self.device, spin, self.caller.flusher)
             caller = self.gpu_caller
         self.batch_outputs = []
         answer = timing.run_batch(self.ctx.cand_call, self.timing_sets, calls, caller, self.weights,

@@ -213,11 +213,11 @@ class QueuedLaunchCaller:
 
     clock = "gpu_time"
 
-    def __init__(self, device, spin_us):
+    def __init__(self, device, spin_us, flusher=None):
         if device != "cuda":
             raise ValueError("the GPU-time clock needs a GPU")
         self.device = device
-        self.flusher = L2Flusher(device)
+        self.flusher = flusher or L2Flusher(device)  # the end-to-end caller's: no second buffer
         self.spin_us = min(max(float(spin_us), 0.0), MAX_QUEUE_SPIN_US)
         self.spin_cycles = int(self.spin_us * _SPIN_CYCLES_PER_US)
 

@@ -147,3 +147,14 @@ def test_result_readers_take_both_figures_from_new_documents_and_the_one_figure_
     assert result.end_to_end_ms(old, "candidate") == 0.05 and result.end_to_end_speedup(old, "vs_eager") == 2.0
     assert result.timing_clock(old)[0] == "end_to_end" and result.timing_clock(dict(old, device="cpu"))[0] == "host"
     assert result.timing_clock({"timings": {"skipped": "off"}}) == (None, None)
+
+
+def test_pinning_takes_the_reserved_cpus_when_the_host_has_them(monkeypatch):
+    allowed = sorted(os.sched_getaffinity(0))
+    monkeypatch.setenv("KB_TIMING_CPUS", "%d-%d" % (allowed[-1], allowed[-1]))
+    assert timing_report.reserved_cpus() == [allowed[-1]]
+    with timing_report.Pinning("cuda") as pinning:
+        assert pinning.judge_cpus == pinning.runner_cpus == [allowed[-1]]
+        assert os.sched_getaffinity(0) == {allowed[-1]} and "reserved" in pinning.report["chosen_from"]
+    monkeypatch.setenv("KB_TIMING_CPUS", "0,2-3,x")
+    assert timing_report.reserved_cpus() == [0, 2, 3]
