@@ -158,6 +158,10 @@ VERIFY_STALE_AFTER_S = float(os.environ.get("ARCHIVE_VERIFY_STALE_AFTER_S", "120
 VERIFY_HEARTBEAT_S = float(os.environ.get("ARCHIVE_VERIFY_HEARTBEAT_S", "10"))
 # After a verification the worker re-lints the kernel with clang-tidy (docs/worker.md).
 VERIFY_REFRESH_PROFILES = os.environ.get("ARCHIVE_VERIFY_REFRESH_PROFILES", "1").lower() not in ("0", "false", "no", "off", "")
+# clang-tidy runs on a pool of its own, beside the builds and GPU runs (docs/worker.md).
+VERIFY_LINT_WORKERS = int(os.environ.get("ARCHIVE_VERIFY_LINT_WORKERS", "4"))
+# CPUs kept free for timing loops, e.g. "0,1": the worker runs everything else on the others.
+VERIFY_TIMING_CPUS = os.environ.get("ARCHIVE_VERIFY_TIMING_CPUS", "")
 # The periodic task re-queues kernels whose latest result is older than this.
 REVERIFY_MAX_AGE_DAYS = int(os.environ.get("ARCHIVE_REVERIFY_MAX_AGE_DAYS", "30"))
 BUILD_CACHE_DIR = Path(os.environ.get("ARCHIVE_BUILD_CACHE_DIR", DATA_DIR / "build_cache"))

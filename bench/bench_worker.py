@@ -14,7 +14,9 @@ lint it with clang-tidy.
 * ``worker``: queues a re-verification of every kernel (the service the site's button
   calls), starts one ``manage.py run_huey`` consumer per GPU (``CUDA_VISIBLE_DEVICES``,
   ``--threads`` worker threads each, so builds overlap while each GPU runs one measuring
-  run at a time), waits until every run finished and stops them. It reports the wall time,
+  run at a time; clang-tidy on its own pool of ARCHIVE_VERIFY_LINT_WORKERS threads from the
+  start of each job; ncu started with the measuring run; ARCHIVE_VERIFY_TIMING_CPUS kept
+  free for the timing loops), waits until every run finished and stops them. It reports the wall time,
   kernels per hour, how the runs split between the consumers, and checks that no run was
   recorded twice or attempted more than once. Run it twice on the same kernels to see the
   build cache: the second time every extension is already built. ``--deadline-s`` stops the
@@ -164,7 +166,8 @@ def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0, deadline
         "clang_tidy_profiles_errored": Profile.objects.filter(kernel_id__in=kernel_ids, kind="clang_tidy",
                                                               origin="worker", parsed__errored=True).count(),
         "phases": {name: phase(name) for name in ("build_s", "device_wait_s", "alone_s", "run_s", "ncu_s",
-                                                  "clang_tidy_s")},
+                                                  "ncu_after_run_s", "clang_tidy_s", "clang_tidy_wait_s")},
+        "lint_workers": settings.VERIFY_LINT_WORKERS, "timing_cpus": settings.VERIFY_TIMING_CPUS or None,
         "started_at": started_at,
         "runs": runs,
     }

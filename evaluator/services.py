@@ -10,6 +10,7 @@ import os
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from django.conf import settings
@@ -80,9 +81,10 @@ def verification_run(*, verification_id: int) -> Verification | None:
         return None
     verification = Verification.objects.select_related("kernel__task").get(id=verification_id)
     with _Heartbeat(verification_id):
+        lint = _lint_in_background(verification.kernel_id) if settings.VERIFY_REFRESH_PROFILES else None
         run, sha = _run_bundle_of(verification.kernel)
         if settings.VERIFY_REFRESH_PROFILES:  # before the result, so a finished run has its profiles
-            _refresh_profiles(verification.kernel_id, run)
+            _refresh_profiles(verification.kernel_id, run, lint)
     Verification.objects.filter(id=verification_id, status=Verification.Status.RUNNING).update(
         **fields_from_result(run.result), result=result_doc.finite(run.result), phases=run.phases, bundle_sha256=sha,
         finished_at=timezone.now(),
@@ -117,22 +119,62 @@ def verification_recover_stalled(*, stale_after_s: float | None = None) -> dict:
     return {"requeued": requeued, "given_up": given_up}
 
 
+def worker_keep_timing_cpus_free(spec: str) -> list[int]:
+    """Move this thread off the CPUs ``spec`` reserves for timing (``0,1``, ``0-1``) and name them
+    to the judges it starts (KB_TIMING_CPUS). Returns the CPUs now kept free ([] for none)."""
+    from verifier.timing_report import RESERVED_CPUS_VARIABLE, reserved_cpus
+
+    reserved = reserved_cpus(spec)
+    others = os.sched_getaffinity(0) - set(reserved)
+    if not reserved or not others:
+        return []
+    os.sched_setaffinity(0, others)
+    os.environ[RESERVED_CPUS_VARIABLE] = ",".join(map(str, reserved))
+    return reserved
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:gpu{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
 
 
-def _refresh_profiles(kernel_id: int, run) -> None:
-    """Store the run's ncu profile and lint the kernel; a profiler failure never changes the verification."""
+def _refresh_profiles(kernel_id: int, run, lint) -> None:
+    """Store the run's ncu profile and wait for the kernel's lint; a profiler failure never
+    changes the verification."""
     if run.ncu and "error" in run.ncu:
         log.warning("ncu profile of kernel %s failed: %s", kernel_id, run.ncu["error"][:2000])
     elif run.ncu:
         profile_store_ncu(kernel_id=kernel_id, raw_text=run.ncu["raw_text"], parsed=run.ncu["parsed"])
     started = time.monotonic()
     try:
-        profile_refresh_clang_tidy(kernel_id=kernel_id)
+        run.phases["clang_tidy_s"] = lint.result()
     except Exception:
         log.exception("clang-tidy refresh of kernel %s failed", kernel_id)
-    run.phases["clang_tidy_s"] = round(time.monotonic() - started, 3)
+    run.phases["clang_tidy_wait_s"] = round(time.monotonic() - started, 3)
+
+
+_lint_pool = None
+_lint_pool_guard = threading.Lock()
+
+
+def _lint_in_background(kernel_id: int):
+    """Lint on the worker's lint pool (ARCHIVE_VERIFY_LINT_WORKERS threads), from the start of
+    the job: clang-tidy needs only the source, so it runs beside the build and the GPU runs
+    instead of after them, and never holds a verification thread. Returns a future of the
+    lint's seconds."""
+    global _lint_pool
+    with _lint_pool_guard:
+        if _lint_pool is None:
+            _lint_pool = ThreadPoolExecutor(max_workers=settings.VERIFY_LINT_WORKERS, thread_name_prefix="lint")
+    return _lint_pool.submit(_lint, kernel_id)
+
+
+def _lint(kernel_id: int) -> float:
+    started = time.monotonic()
+    try:
+        profile_refresh_clang_tidy(kernel_id=kernel_id)
+    finally:
+        close_old_connections()  # this pool thread's connection, not a verification's
+    return round(time.monotonic() - started, 3)
 
 
 def _run_bundle_of(kernel: Kernel):

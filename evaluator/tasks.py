@@ -31,3 +31,10 @@ def recover_on_worker_start():
     close_old_connections()
     services.verification_recover_stalled()
     close_old_connections()
+
+
+@on_startup()
+def keep_timing_cpus_free():
+    # Each worker thread (and the builds, judges and profilers it starts) stays off the CPUs
+    # kept for timing loops; a judge moves its timed phase onto them (KB_TIMING_CPUS).
+    services.worker_keep_timing_cpus_free(settings.VERIFY_TIMING_CPUS)

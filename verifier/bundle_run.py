@@ -5,10 +5,13 @@ the bundle's verify.py, and runs it with verifier/sandbox.py's limits, so what i
 the site is what anyone can reproduce from the download.
 
 A run has two phases. The build (``harness.py --build-only``) needs only CPU cores, so
-many run at once. The measuring run (correctness, timing, then ncu) shares the GPU with the
-other kernels' measuring runs through verifier/device_lock.py: the harness and the
-profile driver hold their device shared while they check and alone while they time or
-profile, so correctness trials overlap while every timing and ncu window runs alone.
+many run at once. The measuring run (correctness, timing) and the ncu profile start together
+once the build is done (the profile driver's start-up, ~20-30 s of importing torch and
+loading the extension, overlaps the harness) and share the GPU with the other kernels'
+measuring runs through verifier/device_lock.py: the harness and the profile driver hold
+their device shared while they check and alone while they time or profile, so correctness
+trials overlap while every timing and ncu window runs alone. A profile is kept only when the
+harness got as far as running the candidate.
 """
 import io
 import json
@@ -16,6 +19,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 import zipfile
 from dataclasses import dataclass, field
@@ -32,6 +36,7 @@ class BundleRun:
     result: dict  # the harness document, or the sandbox's failure document
     ncu: dict | None = None  # gpu_profiles.ncu_profile's answer, when asked for and possible
     # seconds: build_s, run_s, device_wait_s (queueing for the GPU), alone_s (holding it alone), ncu_s
+    # (the profile, started with the run), ncu_after_run_s (how long the run then waited for it)
     phases: dict = field(default_factory=dict)
 
 
@@ -87,25 +92,49 @@ def run_bundle(
             return BundleRun(result=built, phases=phases)
         if lock_dir:
             env[LOCK_DIR_VARIABLE] = str(lock_dir)
+        profiling = None
+        if profile_ncu:  # the driver loads beside the harness; its profiled window waits for the GPU alone
+            kind = claims["kernel"]["kind"]
+            functional = run_dir / "functional.py"
+            profiling = _Background(lambda: ncu_profile(
+                run_dir / "reference.py", run_dir / CANDIDATE_FILE_BY_KIND[kind], kind,
+                functional if functional.exists() else None, build_dir=build_dir,
+                timeout_s=min(timeout_s, 600), env=dict(env), device=device,
+            ))
         started = time.monotonic()
         result = isolated(command)
         phases["run_s"] = round(time.monotonic() - started, 3)
         _add_lock_phases(phases, (result.get("checks") or {}).get("device_lock"))
         ncu = None
-        if profile_ncu and result.get("trials"):  # the candidate ran: profile what it launches
-            started = time.monotonic()
-            kind = claims["kernel"]["kind"]
-            functional = run_dir / "functional.py"
-            ncu = ncu_profile(
-                run_dir / "reference.py", run_dir / CANDIDATE_FILE_BY_KIND[kind], kind,
-                functional if functional.exists() else None, build_dir=build_dir,
-                timeout_s=min(timeout_s, 600), env=env, device=device,
-            )
-            phases["ncu_s"] = round(time.monotonic() - started, 3)
+        if profiling is not None:
+            ncu, phases["ncu_s"] = profiling.wait()
+            phases["ncu_after_run_s"] = round(max(0.0, time.monotonic() - started - phases["run_s"]), 3)
             _add_lock_phases(phases, (ncu or {}).get("device_lock"))
+            if not result.get("trials"):  # the candidate never ran in the harness: its profile says nothing
+                ncu = None
         return BundleRun(result=result, ncu=ncu, phases=phases)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+class _Background:
+    """A call run on its own thread from now on; ``wait`` gives (its answer, its seconds)."""
+
+    def __init__(self, call):
+        self.answer, self.error, self.started = None, None, time.monotonic()
+        self.thread = threading.Thread(target=self._run, args=(call,), daemon=True)
+        self.thread.start()
+
+    def _run(self, call):
+        try:
+            self.answer = call()
+        except Exception as exc:  # a profiler's failure is a profile error, never the run's
+            self.answer = {"error": "%s: %s" % (type(exc).__name__, exc)}
+        self.seconds = round(time.monotonic() - self.started, 3)
+
+    def wait(self):
+        self.thread.join()
+        return self.answer, self.seconds
 
 
 def _add_lock_phases(phases: dict, lock_report: dict | None) -> None:
@@ -118,7 +147,8 @@ def _add_lock_phases(phases: dict, lock_report: dict | None) -> None:
 
 
 # The candidate is untrusted: its process sees the worker's toolchain and GPU settings, never
-# the worker's credentials (database, Redis, secret key, cloud tokens).
+# the worker's credentials (database, Redis, secret key, cloud tokens). KB_TIMING_CPUS: the
+# CPUs this host keeps for timing loops (verifier/timing_report.py).
 _PASSED_VARIABLES = {"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LD_LIBRARY_PATH", "CC", "CXX", "MAX_JOBS"}
 _PASSED_PREFIXES = ("CUDA_", "TORCH_", "NVIDIA_", "NCCL_", "XDG_", "OMP_", "MKL_", "OPENBLAS_", "TORCHINDUCTOR_")
 
@@ -129,5 +159,7 @@ def _harness_env(build_dir: Path) -> dict:
         if key in _PASSED_VARIABLES or key.startswith(_PASSED_PREFIXES)
     }
     env["KB_HARNESS_BUILD_DIR"] = str(build_dir)  # builds cached by code hash across runs
+    if os.environ.get("KB_TIMING_CPUS"):
+        env["KB_TIMING_CPUS"] = os.environ["KB_TIMING_CPUS"]
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env

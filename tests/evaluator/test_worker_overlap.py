@@ -1,0 +1,101 @@
+"""What the worker overlaps (docs/worker.md): the ncu profile starts with the measuring run
+instead of after it, clang-tidy lints on a pool of its own from the start of the job, and the
+worker's threads stay off the CPUs kept for timing. Real run_bundle and verification_run, with
+the sandboxed processes and the linter replaced by recorders (no build, no GPU)."""
+import os
+import threading
+import time
+
+import pytest
+
+from evaluator import services
+from kernels.models import Verification
+from verifier import bundle_run
+from verifier.bundle import build_bundle
+from verifier.bundle_run import BundleRun
+
+REFERENCE = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+CANDIDATE = "__global__ void k() {}\ntorch::Tensor forward(torch::Tensor x) { return x; }\n"
+
+
+class Timeline:
+    """When each step started and ended, and on which thread."""
+
+    def __init__(self):
+        self.events, self.guard = {}, threading.Lock()
+
+    def step(self, name, seconds, answer=None):
+        with self.guard:
+            self.events[name] = {"start": time.monotonic(), "thread": threading.current_thread().name}
+        time.sleep(seconds)
+        with self.guard:
+            self.events[name]["end"] = time.monotonic()
+        return answer
+
+
+def _bundle():
+    return build_bundle(kernel={"name": "k", "kind": "cuda_forward", "code": CANDIDATE},
+                        task={"level": 1, "task_number": 1, "op_name": "1_Identity", "reference_code": REFERENCE,
+                              "functional_code": ""}, claimed={})
+
+
+def _run(tmp_path, monkeypatch, measured):
+    line = Timeline()
+
+    def isolated(argv, **kwargs):
+        if "--build-only" in argv:
+            return line.step("build", 0.05, {"verdict": "built"})
+        return line.step("harness", 0.6, measured)
+
+    monkeypatch.setattr(bundle_run, "run_harness_isolated", isolated)
+    monkeypatch.setattr(bundle_run, "ncu_profile", lambda *a, **k: line.step("ncu", 0.3, {"raw_text": "csv",
+                                                                                        "parsed": {"metrics": {}}}))
+    run = bundle_run.run_bundle(_bundle(), device="cuda", seeds="", timeout_s=60, memory_limit_mb=None,
+                                work_root=tmp_path / "work", build_dir=tmp_path / "builds", profile_ncu=True)
+    return run, line.events
+
+
+def test_ncu_starts_with_the_measuring_run_and_is_kept_when_the_candidate_ran(tmp_path, monkeypatch):
+    run, events = _run(tmp_path, monkeypatch, {"verdict": "passed", "trials": [{"seed": 1, "passed": True}]})
+    assert events["build"]["end"] <= events["ncu"]["start"] < events["harness"]["end"]
+    assert run.ncu == {"raw_text": "csv", "parsed": {"metrics": {}}}
+    assert run.phases["ncu_s"] > 0 and run.phases["ncu_after_run_s"] == 0.0  # it was done before the run
+
+
+def test_a_profile_of_a_candidate_the_harness_never_ran_is_dropped(tmp_path, monkeypatch):
+    run, events = _run(tmp_path, monkeypatch, {"verdict": "failed", "trials": []})
+    assert "ncu" in events and run.ncu is None and run.result["verdict"] == "failed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_clang_tidy_lints_on_its_own_pool_beside_the_run_and_the_result_waits_for_it(settings, monkeypatch):
+    from tests.kernels.kernel_factories import make_kernel, make_task
+
+    settings.VERIFY_REFRESH_PROFILES = True
+    kernel = make_kernel(make_task())
+    verification = Verification.objects.create(kernel=kernel)
+    line = Timeline()
+    monkeypatch.setattr(services, "_run_bundle_of", lambda k: (
+        line.step("run", 0.5, BundleRun(result={"verdict": "passed", "trials": []}, phases={})), "sha"))
+    monkeypatch.setattr(services, "profile_refresh_clang_tidy", lambda kernel_id: line.step("lint", 0.3))
+    services.verification_run(verification_id=verification.id)
+    events = line.events
+    assert events["lint"]["thread"].startswith("lint") and events["run"]["thread"] != events["lint"]["thread"]
+    assert events["lint"]["start"] < events["run"]["end"]  # beside the run, not after it
+    verification.refresh_from_db()
+    assert verification.phases["clang_tidy_s"] >= 0.3 and "clang_tidy_wait_s" in verification.phases
+
+
+def test_the_worker_keeps_the_timing_cpus_free_and_names_them_to_the_judges(monkeypatch):
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        pytest.skip("needs two CPUs")
+    keep = max(allowed)
+    monkeypatch.delenv("KB_TIMING_CPUS", raising=False)
+    try:
+        assert services.worker_keep_timing_cpus_free(str(keep)) == [keep]
+        assert os.sched_getaffinity(0) == allowed - {keep} and os.environ["KB_TIMING_CPUS"] == str(keep)
+        assert bundle_run._harness_env("builds")["KB_TIMING_CPUS"] == str(keep)
+    finally:
+        os.sched_setaffinity(0, allowed)
+    assert services.worker_keep_timing_cpus_free("") == []
