@@ -201,3 +201,21 @@ def test_home_histogram_draws_every_bin_and_the_1x_line(live_server, watched_pag
     assert "1× (as fast as eager)" in page.locator("#speedup-distribution .annotation").text_content()
     watched_page.screenshot("home_histogram")
     watched_page.assert_clean()
+
+
+def test_home_search_and_kernel_pages_fit_a_phone(live_server, chromium, archive, tmp_path_factory):
+    shots = tmp_path_factory.mktemp("narrow_screenshots")
+    print(f"390 px screenshots: {shots}")
+    kernel = Kernel.objects.get(name="softmax_warp_shuffle_online")
+    other = Kernel.objects.get(name="softmax_block_per_row_shared")
+    context = chromium.new_context(viewport={"width": 390, "height": 800})
+    page = context.new_page()
+    for name, url in (("home", "/"), ("search", "/search/?q=__syncthreads"), ("kernel", f"/kernels/{kernel.id}/"),
+                      ("kernel_compare", f"/kernels/{kernel.id}/?compare={other.id}&ncu_with={other.id}"),
+                      ("not_found", "/nonsense/")):
+        page.goto(live_server.url + url)
+        page.wait_for_load_state("networkidle")
+        page.screenshot(path=str(shots / f"{name}_390.png"), full_page=True)
+        width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert width[0] <= width[1], (url, width)
+    context.close()
