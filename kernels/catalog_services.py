@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from django.db.models import Max, Q
 
 from .ingest.records import KernelRecord
-from .models import Task, TaskVersion
+from .models import Kernel, Task, TaskVersion
 from .task_catalog import catalog_task, reference_sha256
 
 
@@ -85,10 +85,22 @@ def version_for(record: KernelRecord, task: Task, source_archive: str, state: Ca
 
 def _load_versions(task: Task, state: CatalogState) -> None:
     versions = list(TaskVersion.objects.filter(task=task))
+    if not versions and Kernel.objects.filter(task=task, task_version__isnull=True).exists():
+        versions = [_adopt_unversioned_kernels(task)]
     if not any(version.in_catalog for version in versions):
         versions += _add_catalog_versions(task, {version.reference_sha256 for version in versions})
     for version in versions:
         state.versions[(task.id, version.reference_sha256)] = version
+
+
+def _adopt_unversioned_kernels(task: Task) -> TaskVersion:
+    """Kernels stored without a version (written by other paths than an import) were measured
+    on the task's stored reference: that reference becomes the task's version 1 and theirs, as
+    the migration that introduced versions did for every kernel."""
+    version = TaskVersion.objects.create(task=task, number=1, reference_sha256=reference_sha256(task.reference_code),
+                                         reference_code=task.reference_code, label="as first imported")
+    Kernel.objects.filter(task=task, task_version__isnull=True).update(task_version=version)
+    return version
 
 
 def _add_catalog_versions(task: Task, present: set[str]) -> list[TaskVersion]:

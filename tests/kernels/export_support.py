@@ -8,7 +8,7 @@ from kernels.services import archive_import_file
 SOURCE = "sakana_sample"
 HARDWARE = "NVIDIA H100"
 # Identity and bookkeeping that differ between two databases by design.
-_KERNEL_FIELDS_NOT_COMPARED = {"id", "task", "parent", "imported_at"}
+_KERNEL_FIELDS_NOT_COMPARED = {"id", "task", "task_version", "parent", "imported_at"}
 
 
 def import_sample(path):
@@ -26,8 +26,10 @@ def archive_contents() -> dict:
         for task in Task.objects.all()
     }
     kernels = {}
-    for kernel in Kernel.objects.select_related("task").prefetch_related("profiles"):
+    for kernel in Kernel.objects.select_related("task", "task_version").prefetch_related("profiles"):
         fields = {k: v for k, v in model_to_dict(kernel).items() if k not in _KERNEL_FIELDS_NOT_COMPARED}
+        # The version by what it is (its reference's hash), not by its row id.
+        fields["task_version"] = kernel.task_version.reference_sha256 if kernel.task_version else None
         fields["profiles"] = {(p.kind, p.origin): (p.raw_text, p.parsed) for p in kernel.profiles.all()}
         kernels[(kernel.task.level, kernel.task.task_number, kernel.code_sha256)] = fields
     return {"tasks": tasks, "kernels": kernels}

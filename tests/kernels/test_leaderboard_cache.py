@@ -17,7 +17,7 @@ from kernels.models import Kernel, Verification
 from kernels.page_cache import VERSION_KEY, cache_is_shared
 from kernels.services import archive_import_file
 
-from .kernel_factories import make_kernel, make_task, make_verification
+from .kernel_factories import REFERENCE as FACTORY_REFERENCE, make_kernel, make_task, make_verification
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,7 +28,9 @@ class ModelNew(nn.Module):
     def forward(self, A, B):
         return torch.matmul(A, B)  # {name}
 """
-REFERENCE = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, A, B):\n        return A @ B\n"
+# The board's task's own reference: imported kernels then land on the same task version as the
+# board's kernels and compete with them (another reference would be another version, ranked apart).
+REFERENCE = FACTORY_REFERENCE
 
 
 @pytest.fixture(autouse=True, params=["locmem", "redis"])
