@@ -11,6 +11,8 @@ from typing import Iterator
 
 from django.db.models import Prefetch, QuerySet
 
+from verifier import result as result_doc
+
 from ..models import Profile, Task
 from ..techniques import decode_tags
 from .schema import column_names
@@ -26,7 +28,7 @@ _KERNEL_FIELDS = (
 _VERIFICATION_FIELDS = (
     "id", "kernel_id", "status", "flags", "runtime_ms", "eager_runtime_ms", "compile_runtime_ms", "speedup_eager",
     "speedup_compile", "max_abs_error", "max_rel_error", "gpu_name", "harness_version", "versions",
-    "bundle_sha256", "finished_at",
+    "bundle_sha256", "finished_at", "timings", "device",
 )
 
 
@@ -135,6 +137,7 @@ def site_columns(kernel, latest) -> dict:
         "Verification_Compile_Runtime": latest.compile_runtime_ms,
         "Verification_Speedup_Native": latest.speedup_eager,
         "Verification_Speedup_Compile": latest.speedup_compile,
+        **_timing_columns(latest),
         "Verification_Max_Abs_Error": latest.max_abs_error,
         "Verification_Max_Rel_Error": latest.max_rel_error,
         "Verification_GPU": latest.gpu_name or None,
@@ -144,3 +147,12 @@ def site_columns(kernel, latest) -> dict:
         "Verification_Bundle_SHA256": latest.bundle_sha256 or None,
         "Verification_Finished_At": latest.finished_at.isoformat() if latest.finished_at else None,
     }
+
+
+def _timing_columns(latest) -> dict:
+    """The clock of the ranked figures and the end-to-end ones, read through verifier/result.py."""
+    doc = {"timings": latest.timings or {}, "device": latest.device}
+    cand, eager = result_doc.end_to_end_ms(doc, "candidate"), result_doc.end_to_end_ms(doc, "eager")
+    return {"Verification_Timing_Clock": result_doc.timing_clock(doc)[0],
+            "Verification_End_To_End_Runtime": cand, "Verification_End_To_End_Native_Runtime": eager,
+            "Verification_End_To_End_Speedup_Native": eager / cand if cand and eager else None}

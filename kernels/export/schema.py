@@ -46,6 +46,12 @@ EXTRA_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("Verification_Compile_Runtime", pa.float64(), "re-measured torch.compile runtime, ms (median, same process)"),
     ("Verification_Speedup_Native", pa.float64(), "re-measured speedup vs eager"),
     ("Verification_Speedup_Compile", pa.float64(), "re-measured speedup vs torch.compile"),
+    ("Verification_Timing_Clock", pa.string(), "what the runtimes and speedups above measure: gpu_time (the call's "
+     "launch queued behind a spin, no host gaps; ranks), end_to_end (harness before 2.1.0) or host (a CPU run)"),
+    ("Verification_End_To_End_Runtime", pa.float64(), "re-measured kernel runtime end to end, ms (CUDA events around "
+     "the call launched from Python: the host's launches in it)"),
+    ("Verification_End_To_End_Native_Runtime", pa.float64(), "re-measured eager runtime end to end, ms"),
+    ("Verification_End_To_End_Speedup_Native", pa.float64(), "re-measured speedup vs eager, end to end"),
     ("Verification_Max_Abs_Error", pa.float64(), "largest abs error over the trials"),
     ("Verification_Max_Rel_Error", pa.float64(), "largest relative-norm error ||out - ref|| / ||ref|| over the trials"),
     ("Verification_GPU", pa.string(), "GPU the re-verification ran on"),

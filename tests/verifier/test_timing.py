@@ -178,3 +178,11 @@ def test_h200_gpu_time_speedups_reproduce_across_processes_where_end_to_end_ones
     assert all(r["gpu_clocks"]["before"]["clocks.sm"] == r["gpu_clocks"]["after"]["clocks.sm"] == "1980" for r in runs)
     # what the run found wrong (and what changed after it): honest kernels over the allowance
     assert sum("timing_unaccounted" in r["blocking"] for r in runs) == 10 and len(runs) == 30
+
+
+def test_the_bundles_verify_py_prints_both_clocks():
+    from verifier.bundle_script import comparison_rows
+
+    rows = {label: measured for label, _, measured in comparison_rows({}, _doc(eager=(0.03, 0.12), cand=(0.02, 0.04)))}
+    assert rows["clock of the figures above"] == "gpu_time" and rows["runtime (ms)"] == "0.02"
+    assert rows["end-to-end runtime (ms)"] == "0.04" and rows["end-to-end speedup vs eager"] == "3"

@@ -1,0 +1,41 @@
+"""A verification's two timing figures on the pages: the ranking clock (GPU time, or the host
+clock of a CPU run) with its method named, and the end-to-end figures beside it, read from the
+stored document through verifier/result.py (docs/harness.md, Timing)."""
+from django import template
+
+from verifier import result as result_doc
+
+register = template.Library()
+
+CLOCK_LABELS = {"gpu_time": "GPU time", "end_to_end": "end to end", "host": "host clock"}
+
+
+def _doc(verification):
+    return {"timings": getattr(verification, "timings", None) or {}, "device": getattr(verification, "device", None)}
+
+
+@register.filter
+def end_to_end_ms(verification, name="candidate"):
+    """The end-to-end median of ``name`` (candidate, eager, compile), or None."""
+    return result_doc.end_to_end_ms(_doc(verification), name)
+
+
+@register.filter
+def end_to_end_speedup(verification, reference="eager"):
+    """Reference over candidate on the end-to-end clock, or None."""
+    doc = _doc(verification)
+    cand, ref = result_doc.end_to_end_ms(doc, "candidate"), result_doc.end_to_end_ms(doc, reference)
+    return ref / cand if cand and ref else None
+
+
+@register.filter
+def timing_clock(verification):
+    """'GPU time', 'end to end' or 'host clock': what the ranked figures measure ('' if none)."""
+    clock, _ = result_doc.timing_clock(_doc(verification))
+    return CLOCK_LABELS.get(clock, clock or "")
+
+
+@register.filter
+def timing_method(verification):
+    """The method of the ranked figures, in words, as the document names it."""
+    return result_doc.timing_clock(_doc(verification))[1] or ""
