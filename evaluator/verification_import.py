@@ -24,6 +24,7 @@ from kernels.models import Kernel, Task, Verification, VerifierKey
 from kernels.page_cache import archive_changed
 from kernels.services import TRUSTED_ORIGINS, kernel_verification_state_refresh
 
+from .task_timing import is_timing_task_flag
 from .verification_files import read_records
 from .verification_records import (
     RecordProblem, check_record_shape, load_trusted_keys, parse_time, public_key_from_text, record_sha256,
@@ -243,8 +244,8 @@ def _merge_task_flags(rows: list[Verification]) -> None:
     every page can say "weak task" without reading verifications."""
     found: dict[int, list] = {}
     for row in rows:
-        for flag in row.result.get("task_flags") or []:
-            if isinstance(flag, dict) and isinstance(flag.get("name"), str):
+        for flag in row.result.get("task_flags") or []:  # timing's findings stay out (evaluator/task_timing.py)
+            if isinstance(flag, dict) and isinstance(flag.get("name"), str) and not is_timing_task_flag(flag["name"]):
                 found.setdefault(row.kernel_id, []).append(flag)
     if not found:
         return

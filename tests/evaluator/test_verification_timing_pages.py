@@ -68,3 +68,23 @@ def test_the_dataset_export_names_the_clock_and_carries_the_end_to_end_figures()
     assert row["Verification_Timing_Clock"] == "gpu_time" and row["Verification_Runtime"] == 0.03728
     assert (row["Verification_End_To_End_Runtime"], row["Verification_End_To_End_Native_Runtime"]) == (0.04011, 0.1457)
     assert row["Verification_End_To_End_Speedup_Native"] == pytest.approx(3.6325, rel=1e-3)
+
+
+def test_timing_task_flags_are_read_per_task_and_kept_out_of_the_weak_task_flags():
+    from evaluator.task_timing import task_timing_flags
+    from evaluator.verification_import import _merge_task_flags
+    from verifier import result
+
+    task = make_task(level=2, number=1)
+    launch_bound = timing_report.task_flags(dict(DOCUMENT, verdict="passed"))
+    assert [f["name"] for f in launch_bound] == ["launch_bound"]
+    document = dict(DOCUMENT, task_flags=launch_bound + [{"name": "near_zero_output", "blocking": False,
+                                                          "evidence": "|y| < 0.01"}])
+    assert [f["name"] for f in result.all_flags(document)] == ["launch_bound", "near_zero_output"]
+    runs = [_stored(make_kernel(task, i, correct=True), document) for i in range(2)]
+    found = task_timing_flags(task_id=task.id)
+    assert [(f["name"], f["verifications"]) for f in found] == [("launch_bound", 2)]
+    assert "3.8x" in found[0]["evidence"]
+    _merge_task_flags(runs)  # as a trusted import does
+    task.refresh_from_db()
+    assert [f["name"] for f in task.flags] == ["near_zero_output"]
