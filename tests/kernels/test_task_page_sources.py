@@ -71,7 +71,7 @@ def test_filters_by_source_gpu_and_version(client, two_sources_two_versions):
 def test_the_leaderboard_has_a_row_per_task_version_and_says_what_it_ranks_by(client, two_sources_two_versions):
     response = client.get("/leaderboard/?level=1")
     rows = [k for k in response.context["page"].object_list if k.task.task_number == 20]
-    assert sorted(k.task_version.number for k in rows) == sorted(
+    assert sorted(k.version_number for k in rows) == sorted(
         two_sources_two_versions.versions.filter(kernels__isnull=False).distinct().values_list("number", flat=True))
     assert len(rows) == 2
     assert 'id="ranked-claim"' in response.content.decode()
