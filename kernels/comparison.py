@@ -9,6 +9,7 @@ Query parameters (all optional, all validated here; a bad one is said on the pag
 """
 from dataclasses import dataclass, field
 
+from django.db.models import Exists, OuterRef
 from pygments.lexers import PythonLexer
 
 from .diffing import CodeDiff, code_diff
@@ -29,12 +30,19 @@ class Comparison:
     choices: list[tuple[str, str]] = field(default_factory=list)  # (value, label) for the menu
 
 
-def code_comparison(kernel: Kernel, best: Kernel | None, params) -> Comparison:
+def task_kernel_menu(kernel: Kernel) -> list[tuple[int, str, bool]]:
+    """(id, name, has an NCU profile) of the task's other kernels, for both menus: one query."""
+    has_ncu = Exists(Profile.objects.filter(kernel_id=OuterRef("pk"), kind=Profile.Kind.NCU))
+    return list(Kernel.objects.filter(task_id=kernel.task_id).exclude(id=kernel.id).order_by("name", "id")
+                .annotate(has_ncu=has_ncu).values_list("id", "name", "has_ncu")[:MAX_CHOICES])
+
+
+def code_comparison(kernel: Kernel, best: Kernel | None, params, menu: list[tuple[int, str, bool]]) -> Comparison:
     layout = params.get("diff") if params.get("diff") in DIFF_LAYOUTS else "split"
     # compare_id (the form's number field) names any kernel and wins over the menu's choice.
     target = ((params.get("compare_id") or "").strip() or (params.get("compare") or "").strip()
               or _default_target(kernel, best))
-    comparison = Comparison(target=target, layout=layout, choices=_choices(kernel, best))
+    comparison = Comparison(target=target, layout=layout, choices=_choices(kernel, best, menu))
     this = f"this kernel #{kernel.id}"
     lexer = kernel_lexer(kernel)
     if target == "reference":
@@ -84,26 +92,23 @@ def _other_kernel(kernel: Kernel, best: Kernel | None, target: str):
     return other, other.name
 
 
-def _choices(kernel: Kernel, best: Kernel | None) -> list[tuple[str, str]]:
+def _choices(kernel: Kernel, best: Kernel | None, menu) -> list[tuple[str, str]]:
     choices = []
     if best is not None and best.id != kernel.id:
         choices.append(("best", f"the task's best kernel: {best.name} (#{best.id})"))
     if kernel.parent_id:
         choices.append(("parent", f"its parent: {kernel.parent.name} (#{kernel.parent_id})"))
     choices.append(("reference", "the task's reference (PyTorch)"))
-    siblings = (Kernel.objects.filter(task_id=kernel.task_id).exclude(id=kernel.id).order_by("name", "id")
-                .values_list("id", "name")[:MAX_CHOICES])
-    choices += [(str(kernel_id), f"{name} (#{kernel_id})") for kernel_id, name in siblings]
+    choices += [(str(kernel_id), f"{name} (#{kernel_id})") for kernel_id, name, _ in menu]
     return choices
 
 
-def profile_comparison(kernel: Kernel, ncu_profiles: list[Profile], params) -> dict | None:
+def profile_comparison(kernel: Kernel, ncu_profiles: list[Profile], params, menu) -> dict | None:
     """The NCU comparison the page shows ({other, sections, problem, choices}), or None when this
     kernel has no NCU profile. `ncu_with` picks the other kernel."""
     if not ncu_profiles:
         return None
-    choices = list(Kernel.objects.filter(task_id=kernel.task_id, profiles__kind=Profile.Kind.NCU)
-                   .exclude(id=kernel.id).distinct().order_by("name", "id").values_list("id", "name")[:MAX_CHOICES])
+    choices = [(kernel_id, name) for kernel_id, name, has_ncu in menu if has_ncu]
     view = {"choices": choices, "other": None, "sections": [], "problem": "", "requested": ""}
     requested = (params.get("ncu_with") or "").strip()
     if not requested:

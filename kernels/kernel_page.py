@@ -4,7 +4,7 @@ from search.selectors import related_kernels
 from . import selectors
 from .build_log import first_build_error
 from .charts import speed_of_light
-from .comparison import code_comparison, preferred_profile, profile_comparison
+from .comparison import code_comparison, preferred_profile, profile_comparison, task_kernel_menu
 from .highlight import kernel_source_html, python_source_html
 from .models import Profile
 from .profile_tables import clang_tidy_groups, ncu_launch, ncu_metric_values, ncu_sections, torch_profile_rows
@@ -24,6 +24,7 @@ def kernel_page_context(kernel_id: int, params=None) -> dict:
     best = selectors.best_kernel_of_task(kernel.task_id)
     profiles = sorted(kernel.profiles.all(), key=lambda p: (PROFILE_ORDER.get(p.kind, 9), p.origin))
     profile_views = [_profile_view(p) for p in profiles]
+    menu = task_kernel_menu(kernel)
     ncu_profiles = [p for p in profiles if p.kind == Profile.Kind.NCU]
     if ncu_profiles:  # the comparison sits under the profile it compares: ours, else the archive's
         compared = preferred_profile(ncu_profiles)
@@ -34,10 +35,10 @@ def kernel_page_context(kernel_id: int, params=None) -> dict:
         "source_html": kernel_source_html(kernel),
         "reference_html": python_source_html(kernel.task.reference_code),
         "best_kernel": best,
-        "comparison": code_comparison(kernel, best, params),
+        "comparison": code_comparison(kernel, best, params, menu),
         "build_error": first_build_error(kernel.error_text, kernel.code),
         "profiles": profile_views,
-        "ncu_comparison": profile_comparison(kernel, ncu_profiles, params),
+        "ncu_comparison": profile_comparison(kernel, ncu_profiles, params, menu),
         "verifications": verifications,
         "verifications_by_gpu": verifications_by_gpu(verifications),
         "findings": kernel_findings(kernel, latest_trusted(verifications, kernel)),

@@ -239,7 +239,8 @@ def kernel_code_only(kernel_id: int) -> Kernel:
 def best_kernel_of_task(task_id: int) -> Kernel | None:
     """The task's best kernel (kernels/ranking.py), with its code, or None. `basis` says what
     it is best by: "re-measured" (verified-passed) or "claimed" (claimed correct, unsuspected)."""
-    fields = ("id", "name", "code", "claimed_speedup_native", "remeasured_speedup_eager", "remeasured_gpu", "hardware")
+    fields = ("id", "name", "kind", "code", "claimed_speedup_native", "remeasured_speedup_eager", "remeasured_gpu",
+              "hardware")  # kind: the kernel page's diff highlights the best kernel's source by it
     kernels = Kernel.objects.filter(task_id=task_id).only(*fields)
     best = ranking.best_verified(kernels).first()
     if best is not None:

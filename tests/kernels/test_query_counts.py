@@ -51,9 +51,10 @@ def test_kernel_pages_cost_a_fixed_number_of_queries(client, archive, django_ass
     kernel = archive[-1]
     kernel.parent = archive[0]
     kernel.save()
-    # The kernel page: kernel with task and parent, profiles, verifications, best kernel,
-    # related kernels (one read of the neighbours the index names).
-    for url, queries in ((f"/kernels/{kernel.id}/", 5), (f"/api/kernels/{kernel.id}/", 2),
+    # The kernel page: kernel with task and parent, profiles, verifications, best kernel, the
+    # task's other kernels for the compare menus, related kernels (one read of the neighbours
+    # the index names).
+    for url, queries in ((f"/kernels/{kernel.id}/", 6), (f"/api/kernels/{kernel.id}/", 2),
                          (f"/api/kernels/{archive[0].id}/verifications/", 3)):  # count, then the page
         with django_assert_num_queries(queries):
             assert client.get(url).status_code == 200
