@@ -20,23 +20,31 @@ and everything it reports is evidence.
 6. ends the runner, kills whatever it left behind, and writes the document.
 docs/harness.md explains every check and the threat model.
 """
+import sys
+
+if __name__ == "__main__":  # the runner imports torch and starts the device while the judge does
+    from verifier import runner_start
+
+    runner_start.spawn_early(sys.argv[1:])
+
 import argparse
 import linecache
 import os
 import secrets
-import sys
 import time
 import traceback
 
 import torch
 
 from . import build
+from . import build_pch
 from . import checks
 from . import confine
 from . import device_lock
 from . import inputs as inp
 from . import judge_timing
 from . import result
+from . import runner_start
 from . import SHIPPED_MODULES
 from . import static_scan
 from .runner_process import CandidateRaised, RunnerFailure, RunnerProcess
@@ -121,6 +129,7 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
     finally:
         stage("runner_end")
         job.end_runner()
+        runner_start.discard_early()  # started early but never needed
         hold.stop()
     if hold.report():
         doc["checks"]["device_lock"] = hold.report()
@@ -195,10 +204,15 @@ class _Job:
             sflags, doc["checks"]["static"] = static_scan.scan(candidate_src, kind, device, reference_src)
             for f in sflags:
                 self.add(f)
+        pch_header = None
+        if device == "cpu" and kind == "cuda_forward" and not build.is_built(candidate_src, device, build_dir):
+            self.stage("precompiled_header")  # built by the judge, where the runner cannot write
+            pch_header = build_pch.ensure(build_dir, build.build_flags(device)[0])
         self.stage("candidate_load")
         self.runner = RunnerProcess(
             setup={"reference_src": reference_src, "candidate_src": candidate_src, "functional_src": functional_src,
-                   "kind": kind, "device": device, "tolerance": self.tol, "build_only": build_only},
+                   "kind": kind, "device": device, "tolerance": self.tol, "build_only": build_only,
+                   "pch_header": pch_header},
             build_dir=build_dir, request_timeout_s=runner_timeout_s)
         self.runner.start()
         ready, _ = self.runner.wait_ready()

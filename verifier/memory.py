@@ -23,6 +23,8 @@ import os
 
 import torch
 
+from . import build
+
 POISON_BYTE = 0xFF
 
 CPU_ALLOC_SRC = r"""
@@ -164,8 +166,9 @@ class Poisoner:
         bdir = os.path.join(build_dir, name)
         os.makedirs(bdir, exist_ok=True)
         try:
-            ext = load_inline(name=name, cpp_sources=CPU_ALLOC_SRC, extra_cflags=["-O2"],
-                              build_directory=bdir, with_cuda=False, verbose=False)
+            with build.exclusive_build(bdir):
+                ext = load_inline(name=name, cpp_sources=CPU_ALLOC_SRC, extra_cflags=["-O2"],
+                                  build_directory=bdir, with_cuda=False, verbose=False)
             ok = ext.install()
         except Exception as exc:  # no compiler, old torch...: fall back, but say so
             self.mode = "cpu-best-effort"

@@ -1,5 +1,5 @@
 """The runner: the only process that loads candidate code. Started by the judge as
-``python -m verifier.runner READ_FD WRITE_FD``; it answers the judge's requests over the
+``python -m verifier.runner READ_FD WRITE_FD [DEVICE]``; it answers the judge's requests over the
 channel (verifier/channel.py) and nothing else.
 
 Start-up, before any candidate code exists in the process: a launcher moves its future
@@ -12,7 +12,7 @@ import os
 import sys
 
 
-def _launch(read_fd, write_fd):
+def _launch(read_fd, write_fd, device_hint):
     """Fork the runner proper into fresh namespaces; wait and pass on its exit status."""
     from verifier import confine
 
@@ -22,7 +22,7 @@ def _launch(read_fd, write_fd):
         confine.die_with_parent()
         confine.mount_own_proc(namespaces)
         try:
-            code = _serve(read_fd, write_fd, namespaces)
+            code = _serve(read_fd, write_fd, namespaces, device_hint)
         except BaseException:  # the runner itself broke: the judge sees the channel close
             import traceback
 
@@ -36,7 +36,13 @@ def _launch(read_fd, write_fd):
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
-def _serve(read_fd, write_fd, namespaces):
+def _start_device(torch, device):
+    if device == "cuda":
+        torch.cuda.init()
+        torch.zeros(1, device="cuda")
+
+
+def _serve(read_fd, write_fd, namespaces, device_hint):
     import traceback
 
     import torch
@@ -45,15 +51,15 @@ def _serve(read_fd, write_fd, namespaces):
     from verifier.channel import Channel
     from verifier.runner_session import RunnerSession, candidate_failure_name
 
+    _start_device(torch, device_hint)  # while the judge still starts up (verifier/runner_start.py)
     channel = Channel(read_fd, write_fd)
     header, _ = channel.recv()
     if header.get("type") != "setup":
         return 65
     setup = header["values"]
     device = setup["device"]
-    if device == "cuda":
-        torch.cuda.init()
-        torch.zeros(1, device="cuda")
+    if device != device_hint:
+        _start_device(torch, device)
     for folder in (setup["scratch_dir"], setup["build_dir"]):
         os.makedirs(folder, exist_ok=True)
     os.environ["TMPDIR"] = setup["scratch_dir"]  # compilers' temporary files stay in writable ground
@@ -129,7 +135,7 @@ def _rebuild(structure, tensors):
 
 def main():
     read_fd, write_fd = int(sys.argv[1]), int(sys.argv[2])
-    _launch(read_fd, write_fd)
+    _launch(read_fd, write_fd, sys.argv[3] if len(sys.argv) > 3 else None)
 
 
 if __name__ == "__main__":

@@ -5,23 +5,17 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 
 from . import confine
+from . import runner_start
 from .channel import Channel, ChannelClosed, ProtocolError
 from .result import flag
 
-# The candidate is untrusted: its process sees the toolchain and GPU settings, never the
-# caller's credentials (database, Redis, secret key, cloud tokens) or the judge's own files.
-_PASSED_VARIABLES = {"PATH", "HOME", "LANG", "LC_ALL", "USER", "LD_LIBRARY_PATH", "CC", "CXX", "MAX_JOBS"}
-_PASSED_PREFIXES = ("CUDA_", "TORCH_CUDA", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_")
 _SIGNAL_FLAGS = {"SIGSEGV": "segfault", "SIGBUS": "segfault", "SIGABRT": "aborted", "SIGKILL": "killed",
                  "SIGXCPU": "cpu_time_limit", "SIGFPE": "arithmetic_fault", "SIGILL": "illegal_instruction"}
 LOG_LIMIT = 30000
 _CANDIDATE_FAILURES = {"runtime_error", "out_of_memory", "illegal_memory_access"}
-PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class RunnerFailure(Exception):
@@ -63,9 +57,8 @@ def protected_pids():
 class RunnerProcess:
     def __init__(self, *, setup, build_dir, request_timeout_s):
         self.request_timeout_s = request_timeout_s
-        self.scratch = tempfile.mkdtemp(prefix="kb_runner_")
-        self.setup = dict(setup, scratch_dir=self.scratch, build_dir=build_dir,
-                          writable_dirs=[self.scratch, build_dir], protected_pids=protected_pids())
+        self.setup = dict(setup, build_dir=build_dir, protected_pids=protected_pids())
+        self.scratch = None
         self.proc = None
         self.channel = None
         self.next_id = 1
@@ -78,19 +71,12 @@ class RunnerProcess:
     # --- life cycle ------------------------------------------------------------------------
 
     def start(self):
-        judge_read, runner_write = os.pipe()
-        runner_read, judge_write = os.pipe()
-        env = {k: v for k, v in os.environ.items() if k in _PASSED_VARIABLES or k.startswith(_PASSED_PREFIXES)}
-        env.update(PYTHONPATH=PACKAGE_PARENT, PYTHONDONTWRITEBYTECODE="1", TMPDIR=self.scratch,
-                   CUDA_CACHE_PATH=os.path.join(self.scratch, "cuda_cache"), PYTHONUNBUFFERED="1")
-        self.known_children = set(confine.children_of(os.getpid()))  # before the runner exists
-        self.proc = subprocess.Popen(
-            [sys.executable, "-B", "-m", "verifier.runner", str(runner_read), str(runner_write)],
-            cwd=self.scratch, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            pass_fds=(runner_read, runner_write), start_new_session=True, preexec_fn=confine.die_with_parent)
-        os.close(runner_read)
-        os.close(runner_write)
-        self.channel = Channel(judge_read, judge_write, nonblocking=True)
+        """Take the runner the judge started early (verifier/runner_start.py) or start one, and
+        send it its setup: from here on it holds the candidate."""
+        spawned = runner_start.take(self.setup["device"])
+        self.proc, self.scratch, self.known_children = spawned.proc, spawned.scratch, spawned.known_children
+        self.setup.update(scratch_dir=self.scratch, writable_dirs=[self.scratch, self.setup["build_dir"]])
+        self.channel = Channel(spawned.read_fd, spawned.write_fd, nonblocking=True)
         self._log_thread = threading.Thread(target=self._collect_log, daemon=True)
         self._log_thread.start()
         self.channel.send({"type": "setup", "id": 0}, values=self.setup, timeout=self.request_timeout_s)

@@ -127,7 +127,7 @@ class RunnerSession:
             os.environ["TORCH_EXTENSIONS_DIR"] = build.extension_dir_for_model_new(setup["candidate_src"],
                                                                                    self.build_dir)
             try:
-                with build.captured_output(ctx.log):
+                with build.exclusive_build(os.environ["TORCH_EXTENSIONS_DIR"]), build.captured_output(ctx.log):
                     cand_mod = build.module_from_source(setup["candidate_src"], "candidate", self.source_dir)
                     cand_model = instantiate(cand_mod.ModelNew, init_inputs, device)
             except Exception as exc:
