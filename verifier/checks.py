@@ -49,6 +49,22 @@ def compare(cand_leaves, ref_leaves, tol):
         c64, r64 = c_dev.to(torch.float64), r.detach().to(torch.float64)
         r_fin = torch.isfinite(r64)
         c_fin = torch.isfinite(c64)
+        res["elements"] += r.numel()
+        if bool(r_fin.all()) and bool(c_fin.all()):
+            # Every value finite, the usual case: the same sums in fewer passes over the data,
+            # which on a CPU with outputs of millions of elements is most of a trial's time.
+            diff = (c64 - r64).abs_()
+            if diff.numel():
+                res["max_abs_err"] = max(res["max_abs_err"], float(diff.max()))
+            bound = r64.abs().mul_(tol["abs"]).add_(tol["abs"])
+            res["mismatched"] += int((diff > bound).sum())
+            if not (c_dev.is_floating_point() or c_dev.is_complex()):  # the poison of integers is -1
+                res["poisoned"] += int(memory.is_poison(c_dev).sum())
+            flat_d, flat_r, flat_c = diff.reshape(-1), r64.reshape(-1), c64.reshape(-1)
+            err_sq += float(torch.dot(flat_d, flat_d))
+            ref_sq += float(torch.dot(flat_r, flat_r))
+            cand_sq += float(torch.dot(flat_c, flat_c))
+            continue
         both_same_nonfinite = (~r_fin) & (~c_fin) & ((c64 == r64) | (torch.isnan(c64) & torch.isnan(r64)))
         bad_nonfinite = (r_fin & ~c_fin) | ((~r_fin) & ~both_same_nonfinite)
         res["nonfinite_where_ref_finite"] += int((r_fin & ~c_fin).sum())
@@ -59,7 +75,6 @@ def compare(cand_leaves, ref_leaves, tol):
             res["max_abs_err"] = max(res["max_abs_err"], float(diff.max()))
         within = diff <= tol["abs"] * (1.0 + r64.abs().where(mask, torch.zeros_like(r64)))
         res["mismatched"] += int((~within).sum()) + int(bad_nonfinite.sum())
-        res["elements"] += r.numel()
         err_sq += float((diff * diff).sum())
         ref_sq += float((r64.where(r_fin, torch.zeros_like(r64)) ** 2).sum())
         cand_sq += float((c64.where(c_fin, torch.zeros_like(c64)) ** 2).sum())
