@@ -1,9 +1,10 @@
-"""Profile parsers on real H200 output (../shared/fixtures/h200) and real archive rows.
+"""Profile parsers on real H200 output (tests/fixtures/h200, copied from ../shared/fixtures/h200)
+and real archive rows: the demo archive's (measured on an H200 by this project) always, the
+shared sample's (the published archive) where ../shared is there (conftest's `sample_rows`).
 
 Expected values below were read by eye from those files.
 """
 import ast
-import json
 import statistics
 from pathlib import Path
 
@@ -19,27 +20,22 @@ from verifier.profile_parsers import (
     parse_torch_profile_table,
 )
 
-SHARED_DIR = Path(__file__).resolve().parents[2].parent / "shared"
-H200_DIR = SHARED_DIR / "fixtures" / "h200"
-SAMPLE_ROWS = SHARED_DIR / "data" / "sakana_archive_subset.jsonl"
+H200_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
 
 
-def shared_text(path: Path) -> str:
-    if not path.exists():
-        pytest.skip(f"{path} not found (../shared is absent)")
+def fixture_text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-@pytest.fixture(scope="module")
-def sample_rows():
-    return [json.loads(line) for line in shared_text(SAMPLE_ROWS).splitlines()]
+def archive_row(rows, name):
+    return next(r for r in rows if r["Kernel_Name"] == name)
 
 
 # --- ncu --page details (text) ------------------------------------------------------
 
 
 def test_ncu_details_text_metrics_from_the_h200_fixture():
-    profile = parse_ncu_details_text(shared_text(H200_DIR / "ncu_details.txt"))
+    profile = parse_ncu_details_text(fixture_text(H200_DIR / "ncu_details.txt"))
     metrics = profile["metrics"]
     assert metrics["Achieved Occupancy"] == {"unit": "%", "avg_value": 69.98, "variance": 0.0, "n": 1}
     assert metrics["Duration"]["unit"] == "us" and metrics["Duration"]["avg_value"] == 48.77
@@ -51,8 +47,18 @@ def test_ncu_details_text_metrics_from_the_h200_fixture():
     assert "Cluster Scheduling Policy" not in metrics  # "PolicySpread" is not a number
 
 
+def test_ncu_details_text_has_every_metric_name_the_demo_archive_uses(archive_rows):
+    profile = parse_ncu_details_text(fixture_text(H200_DIR / "ncu_details.txt"))
+    names = set()
+    for row in archive_rows:
+        if row["NCU_Profile"]:
+            names |= set(ast.literal_eval(row["NCU_Profile"])["metrics"])
+    assert len(names) >= 27
+    assert names <= set(profile["metrics"])
+
+
 def test_ncu_details_text_has_every_metric_name_the_archive_uses(sample_rows):
-    profile = parse_ncu_details_text(shared_text(H200_DIR / "ncu_details.txt"))
+    profile = parse_ncu_details_text(fixture_text(H200_DIR / "ncu_details.txt"))
     archive_names = set()
     for row in sample_rows:
         if row["NCU_Profile"]:
@@ -62,7 +68,7 @@ def test_ncu_details_text_has_every_metric_name_the_archive_uses(sample_rows):
 
 
 def test_ncu_details_text_rules_are_named_like_the_archive():
-    rules = parse_ncu_details_text(shared_text(H200_DIR / "ncu_details.txt"))["rules"]
+    rules = parse_ncu_details_text(fixture_text(H200_DIR / "ncu_details.txt"))["rules"]
     assert rules["Occupancy"]["type"] == "OPT"
     assert rules["Occupancy"]["description"].startswith("The difference between calculated theoretical (100.0%)")
     # Two CPIStall messages in Warp State Statistics: as in the archive, the last one wins.
@@ -79,7 +85,7 @@ def test_ncu_details_text_rules_are_named_like_the_archive():
 
 
 def test_ncu_details_text_averages_launches_and_rescales_units():
-    text = shared_text(H200_DIR / "ncu_details.txt")
+    text = fixture_text(H200_DIR / "ncu_details.txt")
     start = text.index("  relu_kernel(")
     launch = text[start : text.index("--- stderr ---")]
     second = launch.replace(
@@ -177,7 +183,7 @@ def test_archive_variance_is_the_population_variance(sample_rows):
 
 
 def test_ncu_raw_csv_from_the_h200_fixture():
-    metrics = parse_ncu_raw_csv(shared_text(H200_DIR / "ncu_raw.csv"))
+    metrics = parse_ncu_raw_csv(fixture_text(H200_DIR / "ncu_raw.csv"))
     assert isinstance(metrics, dict) and len(metrics) == 566
     assert metrics["gpu__time_duration.sum"] == {"unit": "ns", "value": 48736.0}
     assert metrics["launch__registers_per_thread"] == {"unit": "register/thread", "value": 16.0}
@@ -187,7 +193,7 @@ def test_ncu_raw_csv_from_the_h200_fixture():
 
 
 def test_ncu_raw_csv_with_several_launches_gives_a_list():
-    text = shared_text(H200_DIR / "ncu_raw.csv")
+    text = fixture_text(H200_DIR / "ncu_raw.csv")
     lines = text.splitlines()
     data_line = next(line for line in lines if line.startswith('"0","695"'))
     text = text.replace(data_line, data_line + "\n" + data_line.replace('"0","695"', '"1","695"', 1))
@@ -200,7 +206,7 @@ def test_ncu_raw_csv_with_several_launches_gives_a_list():
 
 
 def test_torch_profile_table_from_the_h200_fixture():
-    events = parse_torch_profile_table(shared_text(H200_DIR / "torch_profile.txt"))
+    events = parse_torch_profile_table(fixture_text(H200_DIR / "torch_profile.txt"))
     assert list(events)[:2] == ["relu_kernel(float const*, float*, long)", "aten::empty_like"]
     kernel = events["relu_kernel(float const*, float*, long)"]
     assert kernel["device_time_total"] == 273.341 and kernel["self_device_time_total"] == 273.341
@@ -227,6 +233,35 @@ def test_torch_profile_table_from_this_torch_on_cpu():
 
 
 # --- clang-tidy -----------------------------------------------------------------------
+
+
+def test_clang_tidy_output_from_a_demo_archive_row(archive_rows):
+    clang_tidy = ast.literal_eval(archive_row(archive_rows, "relu_float4_grid_stride")["Clang_Tidy"])
+    assert set(clang_tidy) == {"stdout", "stderr", "errored"} and clang_tidy["errored"] is False
+    diagnostics = parse_clang_tidy_output(clang_tidy["stdout"])
+    assert [(d["file"], d["line"], d["column"], d["severity"], d["check"]) for d in diagnostics] == [
+        ("kernel.cu", 14, 82, "warning", "bugprone-easily-swappable-parameters"),
+        ("kernel.cu", 19, 37, "warning", "performance-unnecessary-value-param")]
+    assert diagnostics[0]["message"] == ("2 adjacent parameters of 'relu_tail' of similar type ('int64_t') are "
+                                         "easily swapped by mistake")
+    notes = [d for d in parse_clang_tidy_output(clang_tidy["stdout"], include_notes=True) if d["severity"] == "note"]
+    assert [(n["line"], n["column"], n["message"], n["check"]) for n in notes] == [
+        (14, 90, "the first parameter in the range is 'start'", None),
+        (14, 105, "the last parameter in the range is 'n'", None)]
+
+
+def test_clang_tidy_counts_over_the_demo_archive(archive_rows):
+    diagnostics = []
+    for row in archive_rows:
+        if row["Clang_Tidy"]:
+            diagnostics += parse_clang_tidy_output(ast.literal_eval(row["Clang_Tidy"])["stdout"], include_notes=True)
+    # every diagnostic clang-tidy printed (a "file:line:col: severity:" line) is parsed, none invented
+    printed = sum(ast.literal_eval(row["Clang_Tidy"])["stdout"].count(": warning: ") +
+                  ast.literal_eval(row["Clang_Tidy"])["stdout"].count(": note: ")
+                  for row in archive_rows if row["Clang_Tidy"])
+    assert len(diagnostics) == printed > 0
+    by_check = count_by_check([d for d in diagnostics if d["severity"] != "note"])
+    assert by_check["performance-unnecessary-value-param"] >= 1 and None not in by_check
 
 
 def test_clang_tidy_output_from_a_sample_row(sample_rows):
