@@ -23,7 +23,7 @@ def load_sample(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def vary_row(row: dict, index: int, rng: random.Random) -> dict:
+def vary_row(row: dict, index: int, rng: random.Random, reference_variants: int = 1) -> dict:
     level = row["Level_ID"]
     task = 1 + (index * 7919 + level) % TASKS_PER_LEVEL[level]
     out = dict(row)
@@ -42,13 +42,16 @@ def vary_row(row: dict, index: int, rng: random.Random) -> dict:
             if row[baseline] is not None:
                 out[speedup] = row[baseline] / runtime
     out["__index_level_0__"] = index
+    variant = (index // 7) % reference_variants
+    if variant:  # another version of the task's reference (its inputs grown), as archives of several KernelBench releases hold
+        out["PyTorch_Code_Module"] = row["PyTorch_Code_Module"] + f"\nbatch_size = batch_size * {variant + 1}\n"
     return out
 
 
-def generate(sample: list[dict], rows: int, seed: int = 0):
+def generate(sample: list[dict], rows: int, seed: int = 0, reference_variants: int = 1):
     rng = random.Random(seed)
     for index in range(rows):
-        yield vary_row(sample[index % len(sample)], index, rng)
+        yield vary_row(sample[index % len(sample)], index, rng, reference_variants)
 
 
 def main(argv=None):
@@ -57,10 +60,12 @@ def main(argv=None):
     parser.add_argument("--sample", type=Path, default=DEFAULT_SAMPLE)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reference-variants", type=int, default=1,
+                        help="versions of each task's reference among the rows (1: the sample's only)")
     args = parser.parse_args(argv)
     sample = load_sample(args.sample)
     with args.out.open("w") as handle:
-        for row in generate(sample, args.rows, args.seed):
+        for row in generate(sample, args.rows, args.seed, args.reference_variants):
             handle.write(json.dumps(row) + "\n")
     print(f"wrote {args.rows} rows to {args.out}", file=sys.stderr)
 
