@@ -53,7 +53,7 @@ def run(module, cwd, paths, args, extra):
             "speedup_vs_eager": (doc.get("speedup") or {}).get("vs_eager"),
             "candidate_median_ms": ((doc.get("timings") or {}).get("candidate") or {}).get("median_ms"),
             "eager_median_ms": ((doc.get("timings") or {}).get("eager") or {}).get("median_ms"),
-            "error": doc.get("error")}
+            "error": doc.get("error"), "phases": (doc.get("checks") or {}).get("phases")}
 
 
 def main():
@@ -85,15 +85,20 @@ def main():
             name, pair["old"]["wall_s"], pair["old"]["verdict"], _x(pair["old"]["speedup_vs_eager"]),
             pair["new"]["wall_s"], pair["new"]["verdict"], _x(pair["new"]["speedup_vs_eager"]), row["ratio"]),
             flush=True)
+        write(args, rows)  # after every row: a call cut short keeps what it measured
+    print(json.dumps(write(args, rows)))
+
+
+def write(args, rows):
     ratios = [r["ratio"] for r in rows]
     summary = {"entries": len(rows), "median_ratio": statistics.median(ratios),
                "total_ratio": sum(r["new"]["wall_s"] for r in rows) / sum(r["old"]["wall_s"] for r in rows),
                "same_verdicts": sum(r["old"]["verdict"] == r["new"]["verdict"] for r in rows)}
-    print(json.dumps(summary))
     if args.out:
         with open(args.out, "w") as fh:
             json.dump({"summary": summary, "rows": rows, "device": args.device, "time_budget": args.time_budget},
                       fh, indent=1)
+    return summary
 
 
 def _x(value):

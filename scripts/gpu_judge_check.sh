@@ -5,8 +5,10 @@
 # speedups side by side). On one GPU both share it through the worker's device lock, so every
 # timing loop has the GPU alone; on two, each takes one. Results and logs come back in $OUT.
 #
-#   OUT=dir bash scripts/gpu_judge_check.sh [SECONDS] [OLD_VERIFIER_DIR]
+#   OUT=dir [ONLY=name,name] bash scripts/gpu_judge_check.sh [SECONDS] [OLD_VERIFIER_DIR]
 #
+# Each side's timing loops get two reserved CPUs (KB_TIMING_CPUS: 0,1 and 2,3) and everything
+# else runs on the other CPUs (taskset), as a worker host keeps its timing CPUs free.
 # OLD_VERIFIER_DIR (default .oldharness) holds the old package: git archive f059ebd verifier | tar -x -C .oldharness
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,20 +20,23 @@ mkdir -p "$work" "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD KB_DEVICE_LOCK_DIR=$work/locks
 mkdir -p "$KB_DEVICE_LOCK_DIR"
 second=$(( $(nvidia-smi -L | wc -l) > 1 ? 1 : 0 ))
+others=4-$(( $(nproc) - 1 ))
+only=${ONLY:+--only $ONLY}
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$OUT/gpus.txt"
 uname -r > "$OUT/kernel.txt"
 python3 -c "import torch; print(torch.__version__, torch.version.cuda)" >> "$OUT/kernel.txt"
 (
-    CUDA_VISIBLE_DEVICES=0 timeout "$budget" python3 -m verifier.gpu_campaign --device cuda --out "$work/cheats" \
-        --jobs 8 --timed-jobs 1 --build-dir /tmp/kb_cheat_builds --time-budget 2 --timeout 300 --no-compile \
+    CUDA_VISIBLE_DEVICES=0 KB_TIMING_CPUS=0,1 timeout "$budget" taskset -c "$others" \
+        python3 -m verifier.gpu_campaign --device cuda --out "$work/cheats" $only --jobs 8 --timed-jobs 1 --build-dir /tmp/kb_cheat_builds --time-budget 2 --timeout 300 --no-compile \
         > "$OUT/cheats.log" 2>&1
     cp "$work/cheats/"* "$OUT/" 2>/dev/null
 ) &
 (
-    CUDA_VISIBLE_DEVICES=$second timeout "$budget" python3 bench/bench_judge_cost.py --old "$old" --device cuda \
-        --build-dir /tmp/kb_cost_builds --time-budget 2 --jobs 8 --out "$OUT/judge_cost.json" \
+    CUDA_VISIBLE_DEVICES=$second KB_TIMING_CPUS=2,3 timeout "$budget" taskset -c "$others" \
+        python3 bench/bench_judge_cost.py --old "$old" --device cuda \
+        --build-dir /tmp/kb_cost_builds --time-budget 1 --jobs 8 --out "$OUT/judge_cost.json" \
         > "$OUT/judge_cost.log" 2>&1
 ) &
 wait
 ls -la "$OUT"
-tail -5 "$OUT/cheats.log" "$OUT/judge_cost.log"
+tail -n 25 "$OUT/cheats.log" "$OUT/judge_cost.log"

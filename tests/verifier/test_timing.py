@@ -125,11 +125,17 @@ def test_gpu_time_spin_outlasts_the_slowest_launch_within_bounds():
     assert timing_report.queue_spin_us({"candidate": []}) == 100.0
 
 
-def test_pinning_picks_an_allowed_cpu_for_the_timed_phase_and_restores_the_affinity():
+def test_pinning_pins_onto_reserved_cpus_only_and_restores_the_affinity(monkeypatch):
     before = os.sched_getaffinity(0)
+    monkeypatch.delenv("KB_TIMING_CPUS", raising=False)
+    with timing_report.Pinning("cuda") as pinning:  # nothing reserved: nobody pinned, and it says why
+        assert os.sched_getaffinity(0) == before and pinning.runner_cpus is None
+        assert pinning.report["pinned"] is False and "KB_TIMING_CPUS" in pinning.report["reason"]
+    cpus = sorted(before)
+    monkeypatch.setenv("KB_TIMING_CPUS", ",".join(map(str, cpus[:2])))
     with timing_report.Pinning("cuda") as pinning:
-        assert os.sched_getaffinity(0) == set(pinning.judge_cpus) and pinning.judge_cpus[0] in before
-        assert pinning.runner_cpus[0] in before and pinning.report["judge"] == pinning.judge_cpus
+        assert os.sched_getaffinity(0) == {cpus[0]} and pinning.judge_cpus == [cpus[0]]
+        assert pinning.runner_cpus == [cpus[:2][-1]] and pinning.report["judge"] == pinning.judge_cpus
         pinning.runner_reported(pinning.runner_cpus)
     assert os.sched_getaffinity(0) == before and pinning.report["runner_reported"] == pinning.runner_cpus
 
