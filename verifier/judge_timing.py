@@ -41,7 +41,9 @@ FINGERPRINT_SIGMAS = 8.0
 BATCH_OUTPUT_BYTES = 256 << 20
 MAX_BATCH = 16
 # Unaccounted time per call that fails a kernel: launch noise on a GPU, a loaded host on the CPU.
-UNACCOUNTED_ALLOWANCE = {"cuda": (0.15, 0.25), "cpu": (5.0, 1.0)}  # (ms, fraction of the median)
+# On the H200 with reserved timing CPUs, honest kernels' medians went up to 0.29 ms per call
+# (five kernels, both clocks; docs/harness.md), so 0.15 ms failed honest kernels: 0.5 ms.
+UNACCOUNTED_ALLOWANCE = {"cuda": (0.5, 0.25), "cpu": (5.0, 1.0)}  # (ms, fraction of the median)
 
 
 def _draw_calls(base_cpu, n_calls, first_round, rng_seed):

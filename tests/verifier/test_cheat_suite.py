@@ -143,8 +143,80 @@ def test_judge_on_the_h200_caught_every_cuda_cheat_and_passed_every_honest_kerne
     assert unaccounted["median"] <= unaccounted["allowance"] and timed["speedup"]["vs_eager"] > 0
 
 
-def test_judge_cost_fixture_keeps_every_verdict():
+def test_judge_cost_fixture_keeps_every_verdict_but_two_timing_false_alarms():
+    """bench/bench_judge_cost.py on an H200 (docs/harness.md, "Cost"): the same verdict under
+    1.2.0 and the judge for every kernel, but two honest ones the judge failed only on its
+    clock check at the 0.15 ms allowance that run had (raised to 0.5 ms after it)."""
     data = json.loads(JUDGE_COST.read_text())
-    assert data["summary"]["same_verdicts"] == data["summary"]["entries"] == len(data["rows"]) >= 10
-    for row in data["rows"]:
+    rows = data["rows"]
+    assert data["summary"]["entries"] == len(rows) >= 13
+    for row in rows:
         assert row["ratio"] == pytest.approx(row["new"]["wall_s"] / row["old"]["wall_s"], abs=0.01)
+        if row["new"]["verdict"] != row["old"]["verdict"]:
+            assert (row["old"]["verdict"], row["new"]["verdict"]) == ("passed", "failed")
+            assert row["new"]["blocking"] == ["timing_unaccounted"], row["name"]
+    assert data["summary"]["same_verdicts"] >= len(rows) - 2
+
+
+JUDGE_2_1 = ROOT / "tests" / "fixtures" / "h200" / "judge_2_1_cheat_suite.json"
+
+
+def test_judge_2_1_on_the_h200_fails_every_cuda_cheat_and_attack_and_passes_honest_kernels_untimed():
+    """Phase A of scripts/gpu_judge_check.sh with harness 2.1.0: all 50 CUDA-capable entries of
+    today's suite, attacks included, untimed; the entries that cheat only when timed pass here.
+    The first timed entries' documents are from that run's cut-short phase B, whose timing CPUs
+    were contended (three honest kernels failed timing_unaccounted; phase_b is the rerun)."""
+    data = json.loads(JUDGE_2_1.read_text())["phase_a"]
+    assert data["versions"]["gpu"] == "NVIDIA H200" and data["versions"]["harness"].startswith("2.1")
+    by_name = {e["name"]: e for e in ENTRIES}
+    cuda_entries = {e["name"] for e in ENTRIES if "cuda" in e["devices"]}
+    assert set(data["documents"]) == cuda_entries and len(cuda_entries) >= 50
+    timing_only = set()
+    timed_in_b = {row["name"] for row in data["summary"] if row["phase"] == "B"}
+    for name, doc in data["documents"].items():
+        entry = by_name[name]
+        assert all(v is True or (isinstance(v, str) and not v.startswith("not enforced"))
+                   for v in doc["confinement"].values()), name
+        if entry.get("honest") and name in timed_in_b:  # that run's timed document (phase_b supersedes it)
+            assert doc["verdict"] == "passed" or {f["name"] for f in doc["flags"] if f["blocking"]} == {
+                "timing_unaccounted"}, name
+        elif entry.get("honest"):
+            assert doc["verdict"] == "passed" and not any(f["blocking"] for f in doc["flags"]), name
+        elif doc["verdict"] == "passed":  # untimed: only a timed run can show these
+            assert entry.get("timing") and not any(f["blocking"] for f in doc["flags"]), name
+            timing_only.add(name)
+        elif entry.get("timing") and not gpu_campaign.judge(entry, doc)["ok"]:
+            # untimed it behaves; its source already fails it (the timed run is phase_b's)
+            assert doc["verdict"] == "failed" and "process_interference_in_source" in {
+                f["name"] for f in doc["flags"] if f["blocking"]}, name
+        else:
+            assert gpu_campaign.judge(entry, doc)["ok"], name
+    assert timing_only <= {e["name"] for e in ENTRIES if e.get("timing")} and len(timing_only) <= 5
+    assert sum(by_name[n].get("attack", False) for n in data["documents"]) >= 26
+
+
+def test_judge_2_1_on_the_h200_catches_the_timing_cheats_when_timed():
+    """Phase B, the 14 timed CUDA entries, timing CPUs reserved: every cheat and attack failed
+    (the one-shot timer attack's forgery did not take on the GPU-time clock, where its 20 ms of
+    host time stayed in the figure: it failed on its source's process interference); four
+    honest kernels passed, honest_model_new_relu_cu failed timing_unaccounted at 0.29 ms a call
+    against that run's 0.15 ms allowance, which is why the allowance is now 0.5 ms."""
+    data = json.loads(JUDGE_2_1.read_text())["phase_b"]
+    by_name = {e["name"]: e for e in ENTRIES}
+    for name, doc in data["documents"].items():
+        entry = by_name[name]
+        assert entry.get("timing")
+        if entry.get("honest"):
+            unaccounted = doc["timing"]["unaccounted_ms_per_call"]
+            assert doc["timing"]["cpu_affinity"]["chosen_from"].startswith("reserved")
+            worst = max(c["median"] for c in unaccounted["by_clock"].values())
+            assert worst < 0.5, name  # the allowance now
+            if doc["verdict"] == "failed":
+                assert {f["name"] for f in doc["flags"] if f["blocking"]} == {"timing_unaccounted"}, name
+        else:
+            assert doc["verdict"] == "failed", name
+            assert gpu_campaign.judge(entry, doc)["ok"] or name == "attack_timer_oneshot_py", name
+    timer = data["documents"]["attack_timer_oneshot_py"]
+    assert timer["timings"]["candidate"]["median_ms"] > 20  # its 20 ms are in the figure: nothing forged
+    passed = [n for n, d in data["documents"].items() if by_name[n].get("honest") and d["verdict"] == "passed"]
+    assert len(passed) >= 4
