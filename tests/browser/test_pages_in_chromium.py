@@ -6,7 +6,7 @@ from django.core.cache import cache
 from kernels.models import Kernel, Task
 from kernels.ranking import ranked_only
 from kernels.services import archive_import_file
-from tests.kernels.hostile_archive import PAYLOAD, import_hostile_archive
+from tests.kernels.hostile_archive import PAYLOAD, TASK_URL, import_hostile_archive
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -73,7 +73,7 @@ def test_hostile_archive_text_runs_nothing(live_server, watched_page, tmp_path):
     cache.clear()
     import_hostile_archive(tmp_path)
     good, bad = Kernel.objects.get(claimed_correct=True), Kernel.objects.get(claimed_correct=False)
-    for url in ("/", "/leaderboard/", "/leaderboard/?show_kernels=1", "/tasks/1/1/", f"/kernels/{good.id}/",
+    for url in ("/", "/leaderboard/", "/leaderboard/?show_kernels=1", TASK_URL, f"/kernels/{good.id}/",
                 f"/kernels/{bad.id}/"):
         open_page(watched_page, live_server.url + url)
     page = open_page(watched_page, f"{live_server.url}/kernels/{bad.id}/")

@@ -6,7 +6,7 @@ from django.core.cache import cache
 
 from kernels.models import Kernel
 
-from .hostile_archive import MARKERS, PAYLOAD, import_hostile_archive
+from .hostile_archive import MARKERS, PAYLOAD, TASK_URL, import_hostile_archive
 from .kernel_factories import make_verification
 
 pytestmark = pytest.mark.django_db
@@ -28,12 +28,12 @@ def hostile(tmp_path):
 def page_urls(good, bad):
     return [
         "/", "/leaderboard/", "/leaderboard/?show_kernels=1", f"/leaderboard/?show_kernels=1&op_name=script",
-        "/tasks/1/1/", f"/kernels/{good.id}/", f"/kernels/{bad.id}/",
+        TASK_URL, f"/kernels/{good.id}/", f"/kernels/{bad.id}/",
     ]
 
 
 def api_urls(good, bad):
-    return ["/api/tasks/", "/api/tasks/1/1/", "/api/kernels/", "/api/leaderboard/", "/api/leaderboard/?show_kernels=1",
+    return ["/api/tasks/", "/api" + TASK_URL, "/api/kernels/", "/api/leaderboard/", "/api/leaderboard/?show_kernels=1",
             f"/api/kernels/{good.id}/", f"/api/kernels/{bad.id}/", f"/api/kernels/{good.id}/verifications/"]
 
 
