@@ -154,14 +154,7 @@ class RunnerProcess:
         return tree
 
     def _kill(self):
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        runner_start.kill_group(self.proc)
 
     def _drain(self):
         try:

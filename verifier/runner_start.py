@@ -7,6 +7,7 @@ setup (which holds the candidate), and the judge hardens itself before that (ver
 Torch-free on purpose: it runs before torch is imported.
 """
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,15 +36,21 @@ class Spawned:
                 os.close(fd)
             except OSError:
                 pass
-        try:
-            os.killpg(self.proc.pid, 9)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        kill_group(self.proc)
         subprocess.run(["rm", "-rf", self.scratch], check=False)
+
+
+def kill_group(proc):
+    """SIGKILL the runner's process group (the launcher and what it started in that session)
+    and reap the launcher."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def spawn(device=None):
