@@ -142,12 +142,6 @@ def extension_name(src, device):
     return "kb_" + sha256_text(key)[:20]
 
 
-def is_built(src, device, build_dir):
-    """Whether the build cache holds this source's extension (so no compiler will run)."""
-    name = extension_name(src, device)
-    return os.path.exists(os.path.join(build_dir, name, name + ".so"))
-
-
 def build_cuda_forward(src, device, build_dir, log, pch_header=None):
     """Build a C++/CUDA source exposing `forward` via PYBIND11_MODULE.
 
@@ -155,7 +149,8 @@ def build_cuda_forward(src, device, build_dir, log, pch_header=None):
     (cpp_sources).  The extension name is the sha256 of source, flags, device
     architecture and torch version, so a second run loads the cached build.
     ``pch_header`` (cpu: verifier/build_pch.py) only makes the build faster: the same
-    object comes out, so it is not part of the name.
+    object comes out, so it is not part of the name. (It is part of the build command, so
+    the judge names it on every CPU build, or ninja would build a cached source again.)
     """
     from torch.utils.cpp_extension import load_inline
 

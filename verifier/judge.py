@@ -205,8 +205,10 @@ class _Job:
             for f in sflags:
                 self.add(f)
         pch_header = None
-        if device == "cpu" and kind == "cuda_forward" and not build.is_built(candidate_src, device, build_dir):
-            self.stage("precompiled_header")  # built by the judge, where the runner cannot write
+        if device == "cpu" and kind == "cuda_forward":
+            # Built by the judge, where the runner cannot write; named on every CPU build, cached
+            # or not, since a build command that changes makes ninja build again.
+            self.stage("precompiled_header")
             pch_header = build_pch.ensure(build_dir, build.build_flags(device)[0])
         self.stage("candidate_load")
         self.runner = RunnerProcess(

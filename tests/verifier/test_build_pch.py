@@ -52,10 +52,9 @@ def test_a_cpu_build_uses_the_judges_precompiled_header_past_a_stale_lock(tmp_pa
     stale = Path(harness_build_dir) / build.extension_name(source, "cpu") / "lock"
     stale.parent.mkdir(parents=True)
     stale.touch()  # what torch's build leaves when it is killed half-way: before, the next build waited for ever
-    out = subprocess.run([sys.executable, "-m", "verifier.judge", "--reference", str(task), "--candidate", str(kernel),
-                          "--kind", "cuda_forward", "--device", "cpu", "--no-timing", "--build-dir", harness_build_dir,
-                          "--runner-timeout", "600"], cwd=ROOT, capture_output=True, text=True, timeout=900)
-    doc = json.loads(out.stdout)
+    argv = [sys.executable, "-m", "verifier.judge", "--reference", str(task), "--candidate", str(kernel), "--kind",
+            "cuda_forward", "--device", "cpu", "--no-timing", "--build-dir", harness_build_dir, "--runner-timeout", "600"]
+    doc = json.loads(subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900).stdout)
     assert doc["verdict"] == "passed", (doc.get("error"), doc["flags"])
     header = doc["checks"]["build"]["precompiled_header"]
     assert header.startswith(build_pch.pch_dir_for(harness_build_dir) + os.sep)
@@ -63,6 +62,10 @@ def test_a_cpu_build_uses_the_judges_precompiled_header_past_a_stale_lock(tmp_pa
     assert "-include %s" % header in doc["log"]  # the compile line the runner ran
     assert "not used because" not in doc["log"]  # -Winvalid-pch: GCC took the .gch
     assert "precompiled_header" in doc["checks"]["phases"]
+    # the next run finds the build cached: the same command, so ninja has nothing to do
+    again = json.loads(subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900).stdout)
+    assert again["verdict"] == "passed" and again["checks"]["build"]["precompiled_header"] == header
+    assert "no work to do" in again["log"] and "c++ -MMD" not in again["log"]
 
 
 def test_the_precompiled_header_is_outside_what_the_runner_may_write(tmp_path):
