@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.dirname(EVALUATOR))
 import torch  # noqa: E402
 
 from verifier import build  # noqa: E402
+from verifier import build_pch  # noqa: E402
 from verifier import inputs as inp  # noqa: E402
 from verifier.kernelbench_timing import kernelbench_time  # noqa: E402
 
@@ -78,7 +79,10 @@ def evaluate(*, reference_src, candidate_src, kind, functional_src=None, device=
     _stage("candidate_load")
     try:
         if kind == "cuda_forward":
-            ext, _ = build.build_cuda_forward(candidate_src, device, build_dir, log)
+            # the judge's precompiled header on the CPU, so that the build command (and so the
+            # cached build both share) is the same as the judge's
+            pch = build_pch.ensure(build_dir, build.build_flags(device)[0]) if device == "cpu" else None
+            ext, _ = build.build_cuda_forward(candidate_src, device, build_dir, log, pch)
             if functional_src:
                 fmod = build.module_from_source(functional_src, "functional", build_dir)
                 inp.seed_everything(seed)
