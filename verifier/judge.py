@@ -27,7 +27,6 @@ if __name__ == "__main__":  # the runner imports torch and starts the device whi
 
     runner_start.spawn_early(sys.argv[1:])
 
-import argparse
 import linecache
 import os
 import secrets
@@ -42,6 +41,8 @@ from . import checks
 from . import confine
 from . import device_lock
 from . import inputs as inp
+from . import judge_options
+from .judge_options import DEFAULT_RUNNER_TIMEOUT_S
 from . import judge_timing
 from . import result
 from . import runner_start
@@ -57,7 +58,6 @@ DEFAULT_SEED_COUNT = 3
 # up to 6.4e-4 on outputs of size ~45, so elementwise |c-r| <= 1e-2 (1 + |r|) as KernelBench,
 # plus a scale-free bound on the relative norm error that bf16 arithmetic (~2e-3) fails.
 DEFAULT_TOLERANCE = {"abs": 1e-2, "rel": 1e-3}
-DEFAULT_RUNNER_TIMEOUT_S = 1800.0
 
 
 class HarnessError(Exception):
@@ -343,39 +343,8 @@ def shipped_files_sha256():
     return digest.hexdigest()
 
 
-def _parse(argv):
-    p = argparse.ArgumentParser(prog="judge", description=__doc__.split("\n\n")[0])
-    p.add_argument("--reference", required=True)
-    p.add_argument("--candidate", required=True)
-    p.add_argument("--functional")
-    p.add_argument("--kind", choices=["model_new", "cuda_forward"])
-    p.add_argument("--device", choices=["cuda", "cpu"])
-    p.add_argument("--seed", type=int, action="append", help="pin a trial seed (default: drawn after the "
-                   "candidate loads, so nothing it runs can know the inputs)")
-    p.add_argument("--seeds", help="comma-separated trial seeds, as --seed")
-    p.add_argument("--tolerance-abs", type=float)
-    p.add_argument("--tolerance-rel", type=float)
-    p.add_argument("--no-timing", action="store_true")
-    p.add_argument("--time-budget", type=float, help="seconds of interleaved timing (default 10 cuda, 3 cpu)")
-    p.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
-    p.add_argument("--rse-target", type=float, help="stop timing when the relative standard error of every median "
-                   "is below this (default 0.01)")
-    p.add_argument("--start-delay-us", type=float, help="GPU: spin this long before each timed call's start event, "
-                   "so the events time the device's work and not the host's launch (default 50)")
-    p.add_argument("--runner-timeout", type=float, default=DEFAULT_RUNNER_TIMEOUT_S,
-                   help="seconds the runner may take for any one step, its build included")
-    p.add_argument("--build-dir")
-    p.add_argument("--build-only", action="store_true", help="only build and load the candidate (verdict built)")
-    p.add_argument("--json")
-    return p.parse_args(argv)
-
-
-def _guess_kind(src):
-    return "model_new" if "class ModelNew" in src else "cuda_forward"
-
-
 def main(argv=None):
-    args = _parse(argv)
+    args = judge_options.parse(argv)
     stdout = build.JsonStdout()  # nothing but the document reaches stdout
     try:
         with open(args.reference) as fh:
@@ -390,7 +359,7 @@ def main(argv=None):
         if args.seeds:
             seeds += [int(s) for s in args.seeds.split(",") if s.strip()]
         device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        doc = verify(reference_src=ref_src, candidate_src=cand_src, kind=args.kind or _guess_kind(cand_src),
+        doc = verify(reference_src=ref_src, candidate_src=cand_src, kind=args.kind or judge_options.guess_kind(cand_src),
                      functional_src=fn_src, device=device, seeds=seeds,
                      tolerance={"abs": args.tolerance_abs, "rel": args.tolerance_rel}, time_it=not args.no_timing,
                      build_dir=args.build_dir, timing_budget_s=args.time_budget, compile_baseline=not args.no_compile,
