@@ -11,6 +11,8 @@ from django.conf import settings
 from django.core import checks
 from django.http import JsonResponse
 
+from web.uploads import max_upload_bytes, too_large_message
+
 # The two inline <style> elements the vendored plotly.min.js (v4.1.1) adds, allowed by hash and
 # nothing else: the empty <style id="plotly.js-style-global"> it then fills through the CSSOM
 # (hover labels, mode bar; an empty element carries nothing an attacker could inject), and
@@ -65,17 +67,6 @@ class ContentSecurityPolicyMiddleware:
         return response
 
 
-def max_upload_bytes() -> int:
-    return int(settings.ARCHIVE_MAX_UPLOAD_MB) * 1024 * 1024
-
-
-def too_large_message(size: int | None = None) -> str:
-    limit = settings.ARCHIVE_MAX_UPLOAD_MB
-    told = f" ({size / 1024 / 1024:.1f} MB)" if size is not None else ""
-    return (f"request body too large{told}: the limit is {limit} MB (ARCHIVE_MAX_UPLOAD_MB); "
-            "import larger archives with `python manage.py import_archive` on a server")
-
-
 class UploadSizeLimitMiddleware:
     """Answers 413 to any request whose Content-Length is over ARCHIVE_MAX_UPLOAD_MB,
     before anything (CSRF's form parsing included) reads the body. The import upload's own
@@ -115,7 +106,7 @@ class DownloadThrottleMiddleware:
         match = getattr(request, "resolver_match", None)
         if match is None or match.url_name not in THROTTLED_DOWNLOADS:
             return None
-        from .throttles import DownloadRateThrottle
+        from web.throttles import DownloadRateThrottle
 
         throttle = DownloadRateThrottle()
         if throttle.allow_request(request, None):

@@ -6,3 +6,11 @@ class EvaluatorConfig(AppConfig):
     # The verifier itself (the verifier/ package) never imports Django.
     name = "evaluator"
     verbose_name = "Re-verification"
+
+    def ready(self):
+        from kernels.extension_points import KernelPanel, register_kernel_panel
+
+        # The re-verify form and the state of a run in progress, under the kernel's title; it
+        # reads the page's own open_verification (kernels/kernel_page.py), no query of its own.
+        register_kernel_panel(KernelPanel(name="evaluator.reverify", slot="actions",
+                                          template="evaluator/_reverify.html"))

@@ -10,8 +10,9 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics
 from rest_framework.exceptions import ParseError
 from rest_framework.pagination import PageNumberPagination
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
+
+from web.renderers import EscapedJSONRenderer
 
 from . import selectors
 from .filters import MAX_PAGE_SIZE, SORTS, InvalidQuery, parse_leaderboard_query
@@ -24,12 +25,6 @@ from .serializers import (
     VerificationSerializer,
 )
 from .techniques import TECHNIQUES
-
-
-class EscapedJSONRenderer(JSONRenderer):
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        body = super().render(data, accepted_media_type, renderer_context)
-        return body.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
 
 
 class Pagination(PageNumberPagination):

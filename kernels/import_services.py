@@ -15,6 +15,7 @@ from pathlib import Path
 from django.db import transaction
 
 from .catalog_services import CatalogState, tasks_for_records, version_for
+from .extension_points import kernels_added
 from .ingest import fields
 from .ingest.errors import IngestError, RowError
 from .ingest.formats import SCHEMAS, ImportOptions, detect_schema, rows_without_kernel_default
@@ -131,10 +132,9 @@ def _after_import(summary: ImportSummary) -> None:
     from .screening_services import kernel_screening_refresh
 
     kernel_screening_refresh(kernel_ids=summary.added_kernel_ids)
-    # Embed and index the new kernels in the worker once this file's transaction commits.
-    from search.services import queue_index_update  # here: search loads FAISS
-
-    queue_index_update(summary.added_kernel_ids)
+    # Other apps' work on new kernels (search embeds and indexes them once this commits).
+    if summary.added_kernel_ids:
+        kernels_added.send(sender=ImportSummary, kernel_ids=list(summary.added_kernel_ids))
     if summary.kernels_added or summary.tasks_added or summary.claims_added:
         archive_changed()  # cached leaderboard pages and menus, once this commits
 

@@ -1,10 +1,12 @@
-"""Everything the kernel page shows, assembled from a handful of reads (no per-row queries)."""
-from search.selectors import related_kernels
+"""Everything the kernel page shows, assembled from a handful of reads (no per-row queries).
 
+Blocks of other apps (related kernels from search, the re-verify form from evaluator) come in
+as panels registered in kernels/extension_points.py; this module never imports those apps."""
 from . import selectors
 from .build_log import first_build_error
 from .charts import speed_of_light
 from .comparison import code_comparison, preferred_profile, profile_comparison, task_kernel_menu
+from .extension_points import PANEL_SLOTS, kernel_panels
 from .highlight import kernel_source_html, python_source_html
 from .models import Profile
 from .profile_tables import clang_tidy_groups, ncu_launch, ncu_metric_values, ncu_sections, torch_profile_rows
@@ -29,7 +31,7 @@ def kernel_page_context(kernel_id: int, params=None) -> dict:
     if ncu_profiles:  # the comparison sits under the profile it compares: ours, else the archive's
         compared = preferred_profile(ncu_profiles)
         next(view for view in profile_views if view["profile"] is compared)["compare_here"] = True
-    return {
+    page = {
         "kernel": kernel,
         "task": kernel.task,
         "source_html": kernel_source_html(kernel),
@@ -43,12 +45,17 @@ def kernel_page_context(kernel_id: int, params=None) -> dict:
         "verifications_by_gpu": verifications_by_gpu(verifications),
         "findings": kernel_findings(kernel, latest_trusted(verifications, kernel)),
         "excluded_reason": excluded_reason(kernel),
-        "related": related_kernels(kernel.id),
         "verified": kernel.verified,
         # The run the kernel's verified state comes from, and a run still in progress.
         "latest_verification": next((v for v in verifications if v.id == kernel.latest_verification_id), None),
         "open_verification": next((v for v in verifications if v.status in ("queued", "running")), None),
     }
+    page["panels"] = {slot: [] for slot in PANEL_SLOTS}
+    for panel in kernel_panels():
+        if panel.context is not None:
+            page.update(panel.context(kernel, page))
+        page["panels"][panel.slot].append(panel.template)
+    return page
 
 
 def _profile_view(profile: Profile) -> dict:

@@ -26,9 +26,9 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from archive_site.security import max_upload_bytes, too_large_message
+from web.renderers import EscapedJSONRenderer
+from web.uploads import max_upload_bytes, too_large_message
 
-from .api import EscapedJSONRenderer
 from .ingest.errors import IngestError
 from .services import archive_import_file
 

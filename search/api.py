@@ -5,9 +5,9 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.decorators import api_view, renderer_classes, throttle_classes
 from rest_framework.response import Response
 
-from archive_site.throttles import SEARCH_THROTTLES
-from kernels.api import EscapedJSONRenderer
 from kernels.models import Kernel
+from web.renderers import EscapedJSONRenderer
+from web.throttles import SEARCH_THROTTLES
 
 from . import selectors
 from .code_query import InvalidPattern

@@ -16,7 +16,26 @@ class SearchConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_migrate
 
+        from kernels.extension_points import KernelPanel, kernels_added, register_kernel_panel
+
         post_migrate.connect(_restore_code_index, sender=self)
+        # What search adds to kernels without kernels importing search (kernels/extension_points.py).
+        kernels_added.connect(_index_added_kernels, dispatch_uid="search.index_added_kernels")
+        register_kernel_panel(KernelPanel(name="search.related", slot="after_verifications",
+                                          template="search/_kernel_panel.html", context=_related_panel))
+
+
+def _index_added_kernels(sender, kernel_ids, **kwargs):
+    """Embed and index the kernels an import added, in the worker, once the import commits."""
+    from .services import queue_index_update  # here: search.services loads FAISS
+
+    queue_index_update(kernel_ids)
+
+
+def _related_panel(kernel, page) -> dict:
+    from .selectors import related_kernels
+
+    return {"related": related_kernels(kernel.id)}
 
 
 def _restore_code_index(using="default", **kwargs):

@@ -1,7 +1,7 @@
 """Search and map pages: validate, call one selector, render."""
 from django.shortcuts import render
 
-from archive_site.throttles import throttled_search_page
+from web.throttles import throttled_search_page
 
 from . import selectors
 from .code_query import InvalidPattern

@@ -1,0 +1,98 @@
+"""Dependencies point one way (docs/architecture.md), checked on the source of every module,
+function-local imports, relative imports and importlib.import_module("...") calls included.
+
+    archive_site  (settings, URLs, WSGI/ASGI: wires everything; nothing imports it)
+        search    evaluator     (may import kernels, web, verifier; never each other)
+            kernels             (the base app: may import web and verifier only)
+    web                         (HTTP plumbing: Django and DRF, no app)
+    verifier                    (no Django at all, no app)
+
+A test below writes a module with an upward import and shows the same checker reports it.
+"""
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("archive_site", "accounts", "search", "evaluator", "kernels", "web", "verifier")
+DJANGO = ("django", "rest_framework", "drf_spectacular", "drf_spectacular_sidecar", "huey")
+# package -> the top-level names its modules must never import
+FORBIDDEN = {
+    "kernels": {"search", "evaluator", "archive_site"},
+    "search": {"evaluator", "archive_site"},
+    "evaluator": {"search", "archive_site"},
+    "accounts": {"archive_site"},  # sign-in and users: placed with the apps, below the site's wiring
+    "web": {"kernels", "search", "evaluator", "archive_site", "verifier"},
+    "verifier": {"kernels", "search", "evaluator", "archive_site", "web", *DJANGO},
+}
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path, root: Path):
+    """(line, module) for every import in the file, wherever it is written."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = _module_name(path, root).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # from ..x import y: resolve against the module's own package
+                base = package[:len(package) - node.level + 1]
+                yield node.lineno, ".".join(base + ([node.module] if node.module else []))
+            elif node.module:
+                yield node.lineno, node.module
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            yield node.lineno, node.args[0].value
+
+
+def upward_imports(root: Path) -> list[str]:
+    """Every import that breaks FORBIDDEN under `root`, as 'path:line imports module'."""
+    found = []
+    for package, forbidden in FORBIDDEN.items():
+        for path in sorted((root / package).rglob("*.py")):
+            for line, module in imported_modules(path, root):
+                if module.split(".")[0] in forbidden:
+                    found.append(f"{path.relative_to(root)}:{line} imports {module}")
+    return found
+
+
+def test_dependencies_point_one_way():
+    assert upward_imports(ROOT) == []
+
+
+def test_the_checker_reports_an_upward_import(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "__init__.py").write_text("")
+    (tmp_path / "kernels" / "page.py").write_text(
+        "import json\n"
+        "from . import models\n"
+        "def related(kernel_id):\n"
+        "    from search.selectors import related_kernels  # hidden in a function\n"
+        "    return related_kernels(kernel_id)\n")
+    (tmp_path / "kernels" / "sneaky.py").write_text(
+        "import importlib\nfrom ..evaluator import services\nimportlib.import_module('archive_site.urls')\n")
+    (tmp_path / "evaluator").mkdir()
+    (tmp_path / "evaluator" / "tasks.py").write_text("from kernels.models import Kernel\nimport search.services\n")
+    (tmp_path / "verifier").mkdir()
+    (tmp_path / "verifier" / "judge.py").write_text("def f():\n    import django.conf\n")
+    assert upward_imports(tmp_path) == [
+        "kernels/page.py:4 imports search.selectors",
+        "kernels/sneaky.py:2 imports evaluator",
+        "kernels/sneaky.py:3 imports archive_site.urls",
+        "evaluator/tasks.py:2 imports search.services",
+        "verifier/judge.py:2 imports django.conf",
+    ]
+
+
+def test_every_package_of_the_site_is_under_a_rule():
+    """A new top-level package must be placed in the layers (here and in docs/architecture.md)."""
+    ignored = {"tests", "bench", "scripts", "docs", "templates", "static", "data"}
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - ignored
+    assert packages <= set(PACKAGES), packages - set(PACKAGES)
