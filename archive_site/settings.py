@@ -114,7 +114,8 @@ STATIC_ROOT = DATA_DIR / "staticfiles"
 MEDIA_ROOT = DATA_DIR / "media"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Hashed names, cached for a year: see "Static files" below.
+    "staticfiles": {"BACKEND": "archive_site.static_storage.HashedStaticFilesStorage"},
 }
 
 # Huey: SQLite queue beside the database by default, Redis when REDIS_URL is set.
@@ -208,7 +209,7 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-LOGIN_URL = "/admin/login/"
+# LOGIN_URL: see "Researcher accounts" below.
 
 # --- Uploads (POST /api/imports/, staff only; docs/security.md) ---
 # A request body over this is refused with 413 from its Content-Length, before it is read.
@@ -252,3 +253,32 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+
+# --- Researcher accounts and static files (issue #19; accounts/, archive_site/static_storage.py) ---
+# Sign-up mails a signed link (accounts/services.py); sign-in, sign-out and the API token page
+# live under /accounts/. The mail goes through Django's email backend: printed on the console
+# in development (DJANGO_DEBUG=1), SMTP otherwise; tests use locmem (pytest-django).
+INSTALLED_APPS.append("accounts")
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "account"
+LOGOUT_REDIRECT_URL = "home"
+EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND") or (
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("DJANGO_EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = os.environ.get("DJANGO_EMAIL_USE_TLS", "0").strip().lower() in {"1", "true", "yes", "on"}
+DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "Kernel archive <noreply@localhost>")
+# A sign-up link works this long; an account whose link expired unused is deleted at the next sign-up.
+ACCOUNT_VERIFY_MAX_AGE_S = int(float(os.environ.get("ARCHIVE_ACCOUNT_VERIFY_HOURS", "72")) * 3600)
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# Static files (STORAGES above): collectstatic writes hashed, compressed copies, which
+# whitenoise serves with a ten-year max-age and "immutable"; without collectstatic (tests,
+# runserver) pages name the plain files, served by the finders.

@@ -5,6 +5,8 @@ from kernels.upload_api import ArchiveImportUpload
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Researcher accounts: sign-up with a mailed link, sign-in, the API token (accounts/).
+    path("accounts/", include("accounts.urls")),
     path("api/exports/", include("kernels.export_urls")),
     # Staff upload an archive file; it is imported at once (docs/security.md).
     path("api/imports/", ArchiveImportUpload.as_view(), name="api-imports"),

@@ -5,7 +5,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from kernels.models import Verification
-from kernels.services import kernel_verification_state_refresh
+from evaluator.services import kernel_verification_state_refresh
 from tests.kernels.kernel_factories import make_kernel, make_task
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +51,7 @@ def test_signed_in_users_get_the_button_and_a_run_in_progress_is_followed(client
 def test_anonymous_post_to_reverify_is_sent_to_sign_in(client):
     kernel = make_kernel(make_task(level=1, number=1), 0, correct=True, speedup=3.0, runtime=0.1)
     response = client.post(f"/kernels/{kernel.id}/reverify/")
-    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next=")
     assert not Verification.objects.exists()
 
 
