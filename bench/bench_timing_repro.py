@@ -166,14 +166,19 @@ def main(argv=None):
     todo = kernels(out)
     if args.only:
         todo = [k for k in todo if k[0] in args.only.split(",")]
-    env = dict(os.environ, KB_DEVICE_LOCK_DIR=str(out / "locks"), PYTHONUNBUFFERED="1",
+    # A lock folder set by the caller is shared with other runs on the host (their timing loops and
+    # these never overlap on a GPU); else one of its own.
+    env = dict(os.environ, KB_DEVICE_LOCK_DIR=os.environ.get("KB_DEVICE_LOCK_DIR") or str(out / "locks"),
+               PYTHONUNBUFFERED="1",
                KB_TIMING_CPUS=args.reserve_cpus)
     extra = ["--time-budget", str(args.time_budget), "--seeds", "1,2,3"] + ([] if args.compile else ["--no-compile"])
     started = time.monotonic()
     with futures.ThreadPoolExecutor(max(len(todo), 1)) as pool:  # builds: CPU only, all at once
         built = list(pool.map(lambda k: judge(k, args.device, args.build_dir, ["--build-only"],
                                               out / "documents" / ("build_" + k[0].replace(":", "_") + ".json"),
-                                              dict(env, MAX_JOBS=str(max(1, (os.cpu_count() or 2) // len(todo))))),
+                                              # a build holds no GPU: no lock, so other runs' timing goes on
+                                              dict({name: value for name, value in env.items() if name != "KB_DEVICE_LOCK_DIR"},
+                                                   MAX_JOBS=str(max(1, (os.cpu_count() or 2) // len(todo))))),
                               todo))
     print("built %s in %.0f s" % ([d.get("verdict") for d in built], time.monotonic() - started), flush=True)
     jobs = [(k, i) for i in range(args.processes) for k in todo]  # process i of every kernel, then i+1
