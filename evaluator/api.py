@@ -5,12 +5,13 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import permissions, serializers, status
+from rest_framework import permissions, status
 from rest_framework.decorators import api_view, permission_classes, throttle_classes
 from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 
 from kernels.models import Kernel, Verification
+from kernels.serializers import VerificationSerializer
 
 from . import services
 from .kernel_bundles import bundle_filename, bundle_for_kernel, bundle_sha256
@@ -18,19 +19,6 @@ from .kernel_bundles import bundle_filename, bundle_for_kernel, bundle_sha256
 
 class ReverifyThrottle(UserRateThrottle):
     scope = "reverify"
-
-
-class VerificationStatusSerializer(serializers.ModelSerializer):
-    kernel = serializers.IntegerField(source="kernel_id")
-
-    class Meta:
-        model = Verification
-        fields = [
-            "id", "kernel", "status", "attempts", "gpu_name", "device", "harness_version", "bundle_sha256",
-            "runtime_ms", "eager_runtime_ms", "compile_runtime_ms", "speedup_eager", "speedup_compile",
-            "max_abs_error", "max_rel_error", "tolerance", "flags", "phases", "created_at", "started_at",
-            "finished_at",
-        ]
 
 
 def _bundle_response(kernel: Kernel) -> HttpResponse:
@@ -50,7 +38,7 @@ def kernel_bundle(request, kernel_id: int):
     return _bundle_response(get_object_or_404(Kernel.objects.select_related("task"), id=kernel_id))
 
 
-@extend_schema(request=None, responses={202: VerificationStatusSerializer, 200: VerificationStatusSerializer})
+@extend_schema(request=None, responses={202: VerificationSerializer, 200: VerificationSerializer})
 @api_view(["POST"])
 @permission_classes([permissions.IsAuthenticated])
 @throttle_classes([ReverifyThrottle])
@@ -59,15 +47,15 @@ def kernel_reverify(request, kernel_id: int):
     kernel = get_object_or_404(Kernel, id=kernel_id)
     verification, created = services.verification_request(kernel=kernel, user=request.user)
     code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
-    return Response(VerificationStatusSerializer(verification).data, status=code)
+    return Response(VerificationSerializer(verification).data, status=code)
 
 
-@extend_schema(responses=VerificationStatusSerializer)
+@extend_schema(responses=VerificationSerializer)
 @api_view(["GET"])
 @permission_classes([permissions.AllowAny])
 def verification_detail(request, verification_id: int):
     """One verification, to follow it from queued to its result."""
-    return Response(VerificationStatusSerializer(get_object_or_404(Verification, id=verification_id)).data)
+    return Response(VerificationSerializer(get_object_or_404(Verification, id=verification_id)).data)
 
 
 def kernel_bundle_page(request, kernel_id: int):

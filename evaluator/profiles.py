@@ -1,7 +1,9 @@
-"""Writes of the worker's own profiles of a kernel (beside those imported with the archive)."""
+"""The worker's own profiles of a kernel (beside those imported with the archive): collected here,
+stored through kernels.services.profile_store (the kernels app owns Profile rows)."""
 import logging
 
 from kernels.models import Kernel, Profile
+from kernels.services import profile_store
 
 from verifier.clang_tidy_run import run_clang_tidy
 
@@ -19,10 +21,8 @@ def profile_refresh_clang_tidy(*, kernel_id: int) -> Profile | None:
     result = run_clang_tidy(kernel.code, kind=kernel.kind)
     if result is None:
         return None
-    profile, _ = Profile.objects.update_or_create(
-        kernel_id=kernel_id, kind=Profile.Kind.CLANG_TIDY, origin=Profile.Origin.WORKER,
-        defaults={"raw_text": repr(result), "parsed": result},
-    )
+    profile = profile_store(kernel_id=kernel_id, kind=Profile.Kind.CLANG_TIDY, origin=Profile.Origin.WORKER,
+                            raw_text=repr(result), parsed=result)
     log.info("clang-tidy profile of kernel %s stored (errored=%s)", kernel_id, result["errored"])
     return profile
 
@@ -30,9 +30,7 @@ def profile_refresh_clang_tidy(*, kernel_id: int) -> Profile | None:
 def profile_store_ncu(*, kernel_id: int, raw_text: str, parsed: dict) -> Profile:
     """Store the worker's Nsight Compute profile: raw_text is ncu's own CSV (details page, base
     units), parsed is the archive's {'metrics', 'rules'} shape (verifier/ncu_profile.py)."""
-    profile, _ = Profile.objects.update_or_create(
-        kernel_id=kernel_id, kind=Profile.Kind.NCU, origin=Profile.Origin.WORKER,
-        defaults={"raw_text": raw_text, "parsed": parsed},
-    )
+    profile = profile_store(kernel_id=kernel_id, kind=Profile.Kind.NCU, origin=Profile.Origin.WORKER,
+                            raw_text=raw_text, parsed=parsed)
     log.info("ncu profile of kernel %s stored (%d metrics)", kernel_id, len(parsed.get("metrics", {})))
     return profile

@@ -1,5 +1,10 @@
 """Writes of re-verification: queue runs, run one on this worker, recover crashed runs.
 
+The evaluator owns Verification rows (the model is defined in kernels/models.py): only this
+app writes them. The kernel's verified state is the kernels app's row: after a run finishes,
+kernel_verification_state_refresh picks the run it comes from and hands it to
+kernels.services.kernel_verified_state_set.
+
 A Verification moves queued -> running -> passed | failed | error. Claiming a queued row is
 one conditional UPDATE, so a job delivered twice runs once. A worker killed mid-job stops
 heartbeating; `verification_recover_stalled` puts such a row back in the queue once (a
@@ -18,8 +23,8 @@ from django.db import close_old_connections, transaction
 from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from kernels.models import Kernel, Verification
-from kernels.services import kernel_verification_state_refresh
+from kernels.models import FINISHED_STATUSES, TRUSTED_ORIGINS, Kernel, Verification
+from kernels.services import kernel_verified_state_set
 
 from verifier import result as result_doc
 from verifier.bundle import bundle_sha256
@@ -85,14 +90,26 @@ def verification_run(*, verification_id: int) -> Verification | None:
         run, sha = _run_bundle_of(verification.kernel)
         if settings.VERIFY_REFRESH_PROFILES:  # before the result, so a finished run has its profiles
             _refresh_profiles(verification.kernel_id, run, lint)
-    Verification.objects.filter(id=verification_id, status=Verification.Status.RUNNING).update(
-        **fields_from_result(run.result), result=result_doc.finite(run.result), phases=run.phases, bundle_sha256=sha,
-        finished_at=timezone.now(),
-        heartbeat_at=timezone.now(),
-    )
+    now = timezone.now()
+    outcome = dict(**fields_from_result(run.result), result=result_doc.finite(run.result), phases=run.phases,
+                   bundle_sha256=sha, finished_at=now, heartbeat_at=now)
+    if Verification.objects.filter(id=verification_id, status=Verification.Status.RUNNING).update(**outcome):
+        for name, value in outcome.items():  # what was written, without reading the row back
+            setattr(verification, name, value)
+    else:  # recovered as stalled meanwhile: the row says what it is now
+        verification.refresh_from_db()
     kernel_verification_state_refresh(kernel_id=verification.kernel_id)
-    verification.refresh_from_db()
     return verification
+
+
+def kernel_verification_state_refresh(*, kernel_id: int) -> None:
+    """The kernel's verified state comes from its latest trusted finished verification: pick it
+    and hand it to the kernels app, which writes the kernel."""
+    latest = (
+        Verification.objects.filter(kernel_id=kernel_id, status__in=FINISHED_STATUSES, origin__in=TRUSTED_ORIGINS)
+        .order_by(F("finished_at").desc(nulls_last=True), "-id").first()
+    )
+    kernel_verified_state_set(kernel_id=kernel_id, verification=latest)
 
 
 def verification_recover_stalled(*, stale_after_s: float | None = None) -> dict:

@@ -3,8 +3,7 @@ writes): ``launch_bound`` (the eager reference's end-to-end time is mostly the h
 launches: trust the GPU-time figures) and ``large_headroom`` (torch.compile or a passing kernel
 beats eager by more than 10x: the eager baseline is weak). They are about the baseline, not
 about the task's check, so they are kept out of ``Task.flags`` (the weak-task findings)."""
-from kernels.models import Verification
-from kernels.services import TRUSTED_ORIGINS
+from kernels.models import TRUSTED_ORIGINS, Verification
 
 TIMING_TASK_FLAGS = {
     "launch_bound": "the eager reference's end-to-end time is mostly the host launching its ops: rank by GPU time",

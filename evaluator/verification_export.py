@@ -13,8 +13,7 @@ from typing import Iterator
 
 from django.conf import settings
 
-from kernels.models import Verification
-from kernels.services import FINISHED_VERIFICATION_STATUSES
+from kernels.models import FINISHED_STATUSES, Verification
 
 from .verification_records import key_id_of, load_private_key, make_record, sign_record
 
@@ -38,7 +37,7 @@ class VerificationExportSummary:
 
 def verifications_for_export(*, level: int | None = None, kernel_ids: list[int] | None = None,
                              origins: list[str] | None = None):
-    rows = Verification.objects.filter(status__in=FINISHED_VERIFICATION_STATUSES).select_related("kernel__task")
+    rows = Verification.objects.filter(status__in=FINISHED_STATUSES).select_related("kernel__task")
     if level is not None:
         rows = rows.filter(kernel__task__level=level)
     if kernel_ids:

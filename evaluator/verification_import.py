@@ -20,10 +20,11 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 
-from kernels.models import Kernel, Task, Verification, VerifierKey
+from kernels.models import TRUSTED_ORIGINS, Kernel, Task, Verification, VerifierKey
 from kernels.page_cache import archive_changed
-from kernels.services import TRUSTED_ORIGINS, kernel_verification_state_refresh
+from kernels.services import task_flags_merge
 
+from .services import kernel_verification_state_refresh
 from .task_timing import is_timing_task_flag
 from .verification_files import read_records
 from .verification_records import (
@@ -240,27 +241,11 @@ def _row(item: _Checked, contributor) -> Verification:
 
 
 def _merge_task_flags(rows: list[Verification]) -> None:
-    """Weak-task findings of trusted results are the task's own: copy the ones it lacks, so
-    every page can say "weak task" without reading verifications."""
+    """Weak-task findings of trusted results are the task's own: kernels' task_flags_merge adds
+    the ones a task lacks."""
     found: dict[int, list] = {}
     for row in rows:
         for flag in row.result.get("task_flags") or []:  # timing's findings stay out (evaluator/task_timing.py)
             if isinstance(flag, dict) and isinstance(flag.get("name"), str) and not is_timing_task_flag(flag["name"]):
                 found.setdefault(row.kernel_id, []).append(flag)
-    if not found:
-        return
-    task_of = dict(Kernel.objects.filter(id__in=found).values_list("id", "task_id"))
-    for task in Task.objects.filter(id__in=set(task_of.values())):
-        names = {flag.get("name") if isinstance(flag, dict) else str(flag) for flag in task.flags or []}
-        merged = list(task.flags or [])
-        for kernel_id, flags in found.items():
-            if task_of[kernel_id] != task.id:
-                continue
-            for flag in flags:
-                if flag["name"] not in names:
-                    names.add(flag["name"])
-                    merged.append({"name": flag["name"], "blocking": bool(flag.get("blocking")),
-                                   "evidence": str(flag.get("evidence") or "")[:2000]})
-        if merged != list(task.flags or []):
-            task.flags = merged
-            task.save(update_fields=["flags"])
+    task_flags_merge(flags_by_kernel=found)

@@ -226,7 +226,10 @@ class Profile(models.Model):
 
 
 class Verification(models.Model):
-    """One run of our harness on a kernel: what it measured and every flag it raised."""
+    """One run of our harness on a kernel: what it measured and every flag it raised.
+
+    Defined here, beside Kernel (whose latest_verification points at it), but owned by the
+    evaluator app: only evaluator's services write these rows (tests/test_architecture.py)."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -309,8 +312,14 @@ class Verification(models.Model):
         return any(flag.get("blocking") for flag in self.flags or [])
 
 
+# Finished runs, and the origins whose results move a kernel's verified state (the site's worker
+# and records signed by a trusted key); contributions and unsigned records never do.
+FINISHED_STATUSES = (Verification.Status.PASSED, Verification.Status.FAILED, Verification.Status.ERROR)
+TRUSTED_ORIGINS = (Verification.Origin.WORKER, Verification.Origin.IMPORTED)
+
+
 class VerifierKey(models.Model):
-    """A contributor's Ed25519 public key, registered by a signed-in user. Records signed by it
+    """Owned by the evaluator app, like Verification. A contributor's Ed25519 public key, registered by a signed-in user. Records signed by it
     import as contributions: shown as "verified by <owner> on <GPU>", beside the site's own.
     The keys whose records count as the site's own are in settings.TRUSTED_KEYS_FILE instead."""
 

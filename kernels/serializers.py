@@ -115,11 +115,17 @@ class TaskDetailSerializer(serializers.ModelSerializer):
 
 
 class VerificationSerializer(serializers.ModelSerializer):
+    """The one JSON shape of a verification: /api/kernels/<id>/verifications/, /api/verifications/<id>/
+    and the answer of POST /api/kernels/<id>/reverify/ (docs/pages.md, "Verification JSON")."""
     has_blocking_flag = serializers.BooleanField(read_only=True)
+    kernel = serializers.IntegerField(source="kernel_id", read_only=True,
+                                      help_text="deprecated alias of kernel_id, kept for the clients of the "
+                                                "re-verify answer and verification detail, which named it so")
 
     class Meta:
         model = Verification
-        fields = ["id", "kernel_id", "status", "origin", "verifier_name", "verifier_key_id", "gpu_name", "versions", "harness_version", "seeds", "trials",
-                  "tolerance", "max_abs_error", "max_rel_error", "timings", "runtime_ms", "eager_runtime_ms",
+        fields = ["id", "kernel_id", "kernel", "status", "attempts", "origin", "verifier_name", "verifier_key_id",
+                  "gpu_name", "device", "versions", "harness_version", "seeds", "trials", "tolerance",
+                  "max_abs_error", "max_rel_error", "timings", "runtime_ms", "eager_runtime_ms",
                   "compile_runtime_ms", "speedup_eager", "speedup_compile", "flags", "has_blocking_flag",
                   "bundle_sha256", "log", "phases", "created_at", "started_at", "finished_at"]

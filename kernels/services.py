@@ -1,32 +1,26 @@
-"""Writes to the archive. Imports (all-or-nothing, one transaction per file) live in
-kernels/import_services.py and are re-exported here, where callers have always found them."""
-from django.db.models import F
+"""Writes of the kernels app's own rows: tasks, kernels, claims, profiles. Imports (all-or-nothing,
+one transaction per file) live in kernels/import_services.py and are re-exported here, where
+callers have always found them.
+
+Other apps never write these rows themselves: the evaluator hands the worker's profiles, the
+weak-task findings of trusted results and the run a kernel's verified state comes from to
+the services below (docs/architecture.md, "Who writes what").
+"""
+from django.db import transaction
 
 from .import_services import (  # noqa: F401  (the import API, re-exported)
     ImportSummary, archive_import_file, kernel_ingest_batch,
 )
-from .models import Kernel, Verification
+from .models import Kernel, Profile, Task, Verification
 from .page_cache import archive_changed
 from .verdicts import encode_names
 
 
-FINISHED_VERIFICATION_STATUSES = (
-    Verification.Status.PASSED, Verification.Status.FAILED, Verification.Status.ERROR,
-)
-# Results that move a kernel's verified state: this site's worker and records signed by a key
-# the site trusts. Contributions and unsigned records are shown beside them, never counted.
-TRUSTED_ORIGINS = (Verification.Origin.WORKER, Verification.Origin.IMPORTED)
-
-
-def kernel_verification_state_refresh(*, kernel_id: int) -> None:
-    """Copy the kernel's latest trusted finished verification onto the kernel (see Kernel.verified):
-    verified state, verdict in plain words, blocking flag names and the re-measured numbers with
-    their GPU."""
-    latest = (
-        Verification.objects.filter(kernel_id=kernel_id, status__in=FINISHED_VERIFICATION_STATUSES,
-                                    origin__in=TRUSTED_ORIGINS)
-        .order_by(F("finished_at").desc(nulls_last=True), "-id").first()
-    )
+def kernel_verified_state_set(*, kernel_id: int, verification: Verification | None) -> None:
+    """Copy onto the kernel the run its verified state comes from (the evaluator picks it:
+    its latest trusted finished verification, or None): verified state, verdict in plain
+    words, blocking flag names and the re-measured numbers with their GPU (see Kernel.verified)."""
+    latest = verification
     blocking = [flag.get("name", "") for flag in (latest.flags if latest else []) or []
                 if isinstance(flag, dict) and flag.get("blocking")]
     verified = latest is not None and latest.status == Verification.Status.PASSED and not blocking
@@ -41,3 +35,34 @@ def kernel_verification_state_refresh(*, kernel_id: int) -> None:
         remeasured_gpu=(latest.gpu_name or latest.device)[:128] if verified else "",
     )
     archive_changed()
+
+
+def profile_store(*, kernel_id: int, kind: str, origin: str, raw_text: str, parsed: dict) -> Profile:
+    """Store a profile of the kernel; one row per (kernel, kind, origin): a new one replaces the last."""
+    profile, _ = Profile.objects.update_or_create(
+        kernel_id=kernel_id, kind=kind, origin=origin, defaults={"raw_text": raw_text, "parsed": parsed},
+    )
+    return profile
+
+
+@transaction.atomic
+def task_flags_merge(*, flags_by_kernel: dict[int, list[dict]]) -> None:
+    """Add to each kernel's task the findings ({name, blocking, evidence}) it lacks, so every
+    page can say "weak task" without reading verifications."""
+    if not flags_by_kernel:
+        return
+    task_of = dict(Kernel.objects.filter(id__in=flags_by_kernel).values_list("id", "task_id"))
+    for task in Task.objects.filter(id__in=set(task_of.values())):
+        names = {flag.get("name") if isinstance(flag, dict) else str(flag) for flag in task.flags or []}
+        merged = list(task.flags or [])
+        for kernel_id, flags in flags_by_kernel.items():
+            if task_of.get(kernel_id) != task.id:
+                continue
+            for flag in flags:
+                if flag["name"] not in names:
+                    names.add(flag["name"])
+                    merged.append({"name": flag["name"], "blocking": bool(flag.get("blocking")),
+                                   "evidence": str(flag.get("evidence") or "")[:2000]})
+        if merged != list(task.flags or []):
+            task.flags = merged
+            task.save(update_fields=["flags"])

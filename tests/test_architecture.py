@@ -96,3 +96,52 @@ def test_every_package_of_the_site_is_under_a_rule():
     ignored = {"tests", "bench", "scripts", "docs", "templates", "static", "data"}
     packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - ignored
     assert packages <= set(PACKAGES), packages - set(PACKAGES)
+
+
+# Each model has one owner app, the only one that writes its rows (through its services);
+# others call those services. Verification and VerifierKey are defined in kernels/models.py
+# (Kernel.latest_verification points at Verification) but owned by the evaluator.
+OWNERS = {"Task": "kernels", "TaskVersion": "kernels", "Kernel": "kernels", "Claim": "kernels",
+          "Profile": "kernels", "Verification": "evaluator", "VerifierKey": "evaluator",
+          "KernelEmbedding": "search", "MapPoint": "search"}
+WRITES = {"create", "bulk_create", "update", "bulk_update", "update_or_create", "get_or_create", "delete"}
+
+
+def _model_of(node):
+    """The model a call chain such as Model.objects.filter(...).update(...) starts from."""
+    while True:
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Attribute):
+            if node.attr == "objects" and isinstance(node.value, ast.Name):
+                return node.value.id
+            node = node.value
+        else:
+            return None
+
+
+def foreign_writes(root: Path) -> list[str]:
+    found = []
+    for package in ("kernels", "search", "evaluator", "archive_site", "web", "accounts"):
+        for path in sorted((root / package).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
+                    model = _model_of(node.func.value)
+                    if model in OWNERS and OWNERS[model] != package:
+                        found.append(f"{path.relative_to(root)}:{node.lineno} writes {model} (owned by {OWNERS[model]})")
+    return found
+
+
+def test_each_model_is_written_by_its_owner_app_only():
+    assert foreign_writes(ROOT) == []
+
+
+def test_the_owner_check_reports_a_foreign_write(tmp_path):
+    (tmp_path / "evaluator").mkdir()
+    (tmp_path / "evaluator" / "services.py").write_text(
+        "def f(ids):\n"
+        "    Verification.objects.filter(id__in=ids).update(status='queued')\n"
+        "    Profile.objects.update_or_create(kernel_id=1, defaults={})\n")
+    assert foreign_writes(tmp_path) == ["evaluator/services.py:3 writes Profile (owned by kernels)"]

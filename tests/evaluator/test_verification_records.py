@@ -17,7 +17,8 @@ from evaluator.verification_records import (
     canonical_bytes, key_id_of, make_record, new_private_key, private_key_pem, public_key_text, sign_record,
 )
 from kernels.models import Kernel, Task, Verification
-from kernels.services import archive_import_file, kernel_verification_state_refresh
+from evaluator.services import kernel_verification_state_refresh
+from kernels.services import archive_import_file
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_ARCHIVE = REPO / "evaluator" / "demo_archive" / "demo_archive.jsonl"

@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from evaluator.verification_results import fields_from_result
 from kernels.models import Verification
-from kernels.services import kernel_verification_state_refresh
+from evaluator.services import kernel_verification_state_refresh
 from tests.kernels.kernel_factories import make_kernel, make_task
 from verifier import timing_report
 

@@ -4,7 +4,7 @@ import hashlib
 from django.utils import timezone
 
 from kernels.models import Kernel, Profile, Task, Verification
-from kernels.services import kernel_verification_state_refresh
+from evaluator.services import kernel_verification_state_refresh
 from kernels.techniques import detect_techniques, encode_tags
 
 REFERENCE = (

@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from kernels.export.services import dataset_export
 from kernels.models import Kernel, Verification
-from kernels.services import archive_import_file, kernel_verification_state_refresh
+from evaluator.services import kernel_verification_state_refresh
+from kernels.services import archive_import_file
 
 from .export_support import HARDWARE, SOURCE, archive_contents, empty_the_archive, import_sample
 

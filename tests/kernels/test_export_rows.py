@@ -15,7 +15,7 @@ from kernels.export.encoders import encode
 from kernels.export.rows import archive_row_batches
 from kernels.export.selectors import ExportFilters, kernels_for_export
 from kernels.models import Kernel, Profile, Verification
-from kernels.services import kernel_verification_state_refresh
+from evaluator.services import kernel_verification_state_refresh
 
 from .export_support import import_sample
 

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from kernels.page_cache import VERSION_KEY, cache_is_shared
-from kernels.services import kernel_verification_state_refresh
+from evaluator.services import kernel_verification_state_refresh
 from search.models import MapPoint
 from tests.kernels.kernel_factories import make_kernel, make_task, make_verification
 
