@@ -3,6 +3,8 @@
 Re-verification requests are not here: the kernel page's button posts to evaluator's own
 view (evaluator/api.py, kernel_reverify_page), which calls evaluator.services.verification_request.
 """
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -20,6 +22,8 @@ from .forms import ResendForm, SignInForm, SignUpForm
 
 # Sign-up and re-send forms per client address: this many posts an hour.
 POSTS_PER_HOUR = 20
+# Failed sign-ins per client address an hour, before the sign-in form stops trying passwords.
+FAILED_SIGN_INS_PER_HOUR = 30
 
 
 def _link_for(request):
@@ -67,7 +71,7 @@ def verify(request, token: str):
         messages.info(request, f"Your address is verified, {user.get_username()}: sign in.")
     else:
         messages.info(request, "This address was already verified: sign in.")
-    return redirect(f"{reverse('login')}?username={user.get_username()}")
+    return redirect(f"{reverse('login')}?{urlencode({'username': user.get_username()})}")
 
 
 @require_http_methods(["GET", "POST"])
@@ -82,12 +86,32 @@ def verify_resend(request):
 
 
 class SignInView(auth_views.LoginView):
+    """Django's LoginView with this site's form; after FAILED_SIGN_INS_PER_HOUR wrong passwords
+    from one address it stops checking passwords for the rest of the hour."""
     template_name = "accounts/sign_in.html"
     authentication_form = SignInForm
     redirect_authenticated_user = True
 
     def get_initial(self):
         return {"username": self.request.GET.get("username", "")}
+
+    def _failures_key(self):
+        return f"accounts:sign_in_failures:{self.request.META.get('REMOTE_ADDR', '')}"
+
+    def post(self, request, *args, **kwargs):
+        if (cache.get(self._failures_key()) or 0) >= FAILED_SIGN_INS_PER_HOUR:
+            refused = "Too many failed sign-ins from your address; try again in an hour."
+            return self.render_to_response(self.get_context_data(refused=refused), status=429)
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        key = self._failures_key()
+        cache.add(key, 0, timeout=3600)
+        try:
+            cache.incr(key)
+        except ValueError:
+            pass
+        return super().form_invalid(form)
 
 
 class SignOutView(auth_views.LogoutView):

@@ -224,3 +224,20 @@ def test_kernel_pages_load_plotlys_basic_bundle_and_the_map_the_full_one(client)
     html = client.get(f"/kernels/{kernel.id}/").content.decode()
     assert "js/plotly-basic.min.js" in html and "js/plotly.min.js" not in html
     assert "js/plotly.min.js" in client.get("/map/").content.decode()
+
+
+def test_sign_in_stops_trying_passwords_after_30_failures_from_one_address(client):
+    User.objects.create_user("ada", "ada@example.org", PASSWORD)
+    for _ in range(30):
+        assert client.post("/accounts/login/", {"username": "ada", "password": "guess"}).status_code == 200
+    refused = client.post("/accounts/login/", {"username": "ada", "password": PASSWORD})
+    assert refused.status_code == 429 and "Too many failed sign-ins" in refused.content.decode()
+    assert "_auth_user_id" not in client.session
+    cache.clear()  # an hour later
+    assert client.post("/accounts/login/", {"username": "ada", "password": PASSWORD}).status_code == 302
+
+
+def test_the_verified_redirect_quotes_the_user_name(client):
+    sign_up(client, username="ada+gpu@lab")
+    response = client.get(mailed_link(mail.outbox[0]))
+    assert response["Location"] == "/accounts/login/?username=ada%2Bgpu%40lab"
