@@ -14,6 +14,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
+from rest_framework.throttling import BaseThrottle
 
 from kernels.models import Verification
 
@@ -30,8 +31,14 @@ def _link_for(request):
     return lambda token: request.build_absolute_uri(reverse("account_verify", args=[token]))
 
 
+def _client(request) -> str:
+    """The client's address as the API's throttles see it (ARCHIVE_NUM_PROXIES: behind a proxy,
+    from X-Forwarded-For; else REMOTE_ADDR), so one proxy's address is not everyone's bucket."""
+    return BaseThrottle().get_ident(request)
+
+
 def _too_many_posts(request, what: str) -> bool:
-    key = f"accounts:{what}:{request.META.get('REMOTE_ADDR', '')}"
+    key = f"accounts:{what}:{_client(request)}"
     cache.add(key, 0, timeout=3600)
     try:
         return cache.incr(key) > POSTS_PER_HOUR
@@ -96,7 +103,7 @@ class SignInView(auth_views.LoginView):
         return {"username": self.request.GET.get("username", "")}
 
     def _failures_key(self):
-        return f"accounts:sign_in_failures:{self.request.META.get('REMOTE_ADDR', '')}"
+        return f"accounts:sign_in_failures:{_client(self.request)}"
 
     def post(self, request, *args, **kwargs):
         if (cache.get(self._failures_key()) or 0) >= FAILED_SIGN_INS_PER_HOUR:
