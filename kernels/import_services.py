@@ -19,7 +19,7 @@ from .extension_points import kernels_added
 from .ingest import fields
 from .ingest.errors import IngestError, RowError
 from .ingest.formats import SCHEMAS, ImportOptions, detect_schema, rows_without_kernel_default
-from .ingest.readers import UnreadableRow, open_source
+from .ingest.readers import Source, UnreadableRow, open_source
 from .ingest.records import KernelRecord
 from .models import Claim, Kernel, Profile
 from .page_cache import archive_changed
@@ -65,22 +65,34 @@ class ImportSummary:
 
 
 def archive_import_file(
-    *, path, schema: str = "auto", source_archive: str | None = None, hardware: str = "", progress=None,
-    rows_without_kernel: str | None = None, problems: Path | None = None, baseline: Path | None = None,
+    *, path=None, source: Source | None = None, schema: str = "auto", source_archive: str | None = None,
+    hardware: str = "", progress=None, rows_without_kernel: str | None = None, problems: Path | None = None,
+    baseline: Path | None = None,
 ) -> ImportSummary:
-    """Import one archive (a file, a folder or a hub id). Raises IngestError (and writes nothing)
-    if any row is bad. `rows_without_kernel` is "refuse" or "skip" (default: the format's, see
-    ingest/formats.py); `problems` and `baseline` are read by KernelBench run folders only.
-    `progress` is an optional callable taking the number of rows just read (a tqdm's update)."""
-    options = ImportOptions(hardware=hardware, problems=problems, baseline=baseline)
-    source = open_source(path, options)
+    """Import one archive: a `source` opened by the caller (the command opens it once, for its
+    progress bar too, and hands it on), or a `path` (a file, a folder or a hub id) opened here
+    with `hardware`, `problems` and `baseline` as its options. Raises IngestError (and writes
+    nothing) if any row is bad; kernels/ingest/messages.py words every failure for a person.
+    `rows_without_kernel` is "refuse" or "skip" (default: the format's, see ingest/formats.py);
+    `problems` and `baseline` are read by KernelBench run folders only. `progress` is an
+    optional callable taking the number of rows just read (a tqdm's update)."""
+    if source is None:
+        source = open_source(path, ImportOptions(hardware=hardware, problems=problems, baseline=baseline))
+    try:
+        return _import_source(source, schema, source_archive, progress, rows_without_kernel)
+    finally:
+        source.close()
+
+
+def _import_source(source: Source, schema: str, source_archive: str | None, progress,
+                   rows_without_kernel: str | None) -> ImportSummary:
     schema = detect_schema(source) if schema == "auto" else schema
     if schema not in SCHEMAS:
         raise ValueError(f"unknown format {schema!r}; expected auto or one of {', '.join(SCHEMAS)}")
     rows_without_kernel = rows_without_kernel or rows_without_kernel_default(schema)
     if rows_without_kernel not in ROWS_WITHOUT_KERNEL:
         raise ValueError(f"rows_without_kernel must be refuse or skip, not {rows_without_kernel!r}")
-    to_record, hardware = SCHEMAS[schema].to_record, SCHEMAS[schema].hardware_for(source, options)
+    to_record, hardware = SCHEMAS[schema].to_record, SCHEMAS[schema].hardware_for(source, source.options)
     summary = ImportSummary(source_archive=source_archive or SCHEMAS[schema].source_name(source), schema=schema)
     state, seen_in_file, batch = CatalogState(), set(), []
     file_name = source.display_name

@@ -13,7 +13,6 @@ before it is read). The folder is removed when the request ends, imported or not
 import re
 import shutil
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 from django.conf import settings
@@ -30,6 +29,7 @@ from web.renderers import EscapedJSONRenderer
 from web.uploads import max_upload_bytes, too_large_message
 
 from .ingest.errors import IngestError
+from .ingest.messages import IMPORT_FAILURES, import_failure
 from .services import archive_import_file
 
 # Accepted file name endings -> the name the import reads (it picks the reader by suffix).
@@ -197,18 +197,15 @@ class ArchiveImportUpload(APIView):
         try:
             summary = archive_import_file(path=path, schema=fmt, source_archive=source,
                                           hardware=form.validated_data["hardware"])
-        except IngestError as exc:
-            errors = [replace(error, file=name) for error in exc.errors]
-            shown = IngestError(errors, rows_read=exc.rows_read)
-            return Response({
-                "detail": f"{name}: {shown}",
-                "rows_read": exc.rows_read,
-                "errors": [{"file": e.file, "row": e.row, "field": e.field, "message": e.message} for e in errors],
-            }, status=status.HTTP_400_BAD_REQUEST)
-        except (ValueError, OSError) as exc:
-            # detect_schema or a reader: name the upload, not the server's temporary path
-            message = str(exc).replace(str(path), name).replace("pass --format", "pass format=archive|kernelbench")
-            return Response({"detail": message}, status=status.HTTP_400_BAD_REQUEST)
+        except IMPORT_FAILURES as exc:
+            failure = import_failure(exc, shown_as=name, path=path, format_option="format=archive|kernelbench",
+                                     rename_file=True)
+            body = {"detail": failure.message}
+            if isinstance(exc, IngestError):
+                body["rows_read"] = failure.rows_read
+                body["errors"] = [{"file": e.file, "row": e.row, "field": e.field, "message": e.message}
+                                  for e in failure.errors]
+            return Response(body, status=status.HTTP_400_BAD_REQUEST)
         body = {
             "source_archive": summary.source_archive, "file": name, "format": fmt,
             "rows_read": summary.rows_read, "tasks_added": summary.tasks_added,

@@ -30,3 +30,8 @@ class UnreadableRow(Exception):
     def __init__(self, error: RowError):
         self.error = error
         super().__init__(str(error))
+
+
+class UnknownFormat(ValueError):
+    """The format could not be told from the source; the caller says how to name it
+    (kernels/ingest/messages.py: --format on the command line, format= in the upload API)."""

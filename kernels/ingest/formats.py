@@ -11,10 +11,10 @@ from typing import Callable
 
 from .archive_schema import archive_row_to_record, looks_like_archive_row
 from .cuda_l1_schema import cuda_l1_row_to_record, gpu_from_file_name, looks_like_cuda_l1_row
-from .errors import IngestError
+from .errors import IngestError, UnknownFormat
 from .kernelbench_folders import LEADERBOARD_GPU, leaderboard_row_to_record, run_row_to_record
 from .kernelbench_schema import kernelbench_row_to_record, looks_like_kernelbench_row
-from .readers import ImportOptions, Source, UnreadableRow, first_row
+from .readers import ImportOptions, Source, UnreadableRow
 
 __all__ = ["SCHEMAS", "ImportOptions", "detect_schema", "rows_without_kernel_default"]
 
@@ -56,11 +56,12 @@ def rows_without_kernel_default(schema: str) -> str:
 
 
 def detect_schema(source: Source) -> str:
-    """Folders say their format by their files; rows by their columns (the first row's)."""
+    """Folders say their format by their files; rows by their columns (the first row's, read
+    ahead on the source's own reader, which the import then goes on with)."""
     if source.container in {"kernelbench_leaderboard", "kernelbench_run"}:
         return source.container
     try:
-        row = first_row(source)
+        row = source.first_row()
     except UnreadableRow as unreadable:
         raise IngestError([unreadable.error]) from None
     if isinstance(row, dict) and looks_like_archive_row(row):
@@ -69,8 +70,8 @@ def detect_schema(source: Source) -> str:
         return "cuda_l1"
     if isinstance(row, dict) and looks_like_kernelbench_row(row):
         return "kernelbench"
-    raise ValueError(
+    raise UnknownFormat(
         f"{source.path}: cannot tell the format from the first row (no CUDA_Code/Kernel_Name columns of the archive "
-        "schema, no ref_code/custom_code of KernelBench pairs, no score_* of CUDA-L1); pass --format"
+        "schema, no ref_code/custom_code of KernelBench pairs, no score_* of CUDA-L1)"
     )
 

@@ -4,13 +4,14 @@ KernelBench's leaderboard and run folders. Each yields (where, row) pairs, where
 the row the way a person would look for it."""
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
 from . import hub, kernelbench_folders
 from .errors import RowError, UnreadableRow
 
-__all__ = ["ImportOptions", "Source", "UnreadableRow", "open_source", "first_row"]
+__all__ = ["ImportOptions", "Source", "UnreadableRow", "open_source"]
 
 
 @dataclass(frozen=True)
@@ -22,26 +23,65 @@ class ImportOptions:
 
 @dataclass
 class Source:
+    """An archive opened once and read once: open_source finds its container (and loads a
+    `datasets` dataset, once); first_row() reads ahead on the reader that rows() then goes on
+    with; total_rows is counted only when something asks (the command's progress bar)."""
     path: Path
     container: str  # jsonl, parquet, hf, hub, kernelbench_leaderboard or kernelbench_run
-    total_rows: int | None  # None when not known before reading (a hub dataset)
     options: ImportOptions = field(default_factory=ImportOptions)
-    splits: list | None = None  # a hub dataset's [(split, Dataset)], loaded once when opened
+    splits: list | None = None  # a `datasets` dataset's [(split, Dataset)], loaded once when opened
+    _reader: Iterator | None = field(default=None, init=False, repr=False)
+    _read_ahead: list = field(default_factory=list, init=False, repr=False)
 
     @property
     def display_name(self) -> str:
         """How errors name the source: the file or folder name, or the hub id."""
         return str(self.path) if self.container == "hub" else self.path.name
 
+    @cached_property
+    def total_rows(self) -> int:
+        """How many rows there are; a JSON lines file is counted on first use."""
+        if self.container in ("hf", "hub"):
+            return sum(len(split) for _, split in self.splits)
+        if self.container == "kernelbench_leaderboard":
+            return kernelbench_folders.leaderboard_total(self.path)
+        if self.container == "kernelbench_run":
+            return len(kernelbench_folders.run_results(self.path))
+        if self.container == "parquet":
+            return _parquet_total([self.path] if self.path.is_file() else _parquet_files(self.path))
+        with self.path.open("rb") as handle:
+            return sum(1 for line in handle if line.strip())
+
+    def first_row(self):
+        """The first row (None if there is none), read on the reader rows() continues."""
+        if self._reader is None:
+            self._reader = self._open_rows()
+            self._read_ahead = [item for item in [next(self._reader, None)] if item is not None]
+        return self._read_ahead[0][1] if self._read_ahead else None
+
     def rows(self) -> Iterator[tuple[str, object]]:
+        if self._reader is not None:  # first_row() started this reader: go on from where it is
+            reader, read_ahead = self._reader, self._read_ahead
+            self._reader, self._read_ahead = None, []
+            yield from read_ahead
+            yield from reader
+            return
+        yield from self._open_rows()
+
+    def close(self) -> None:
+        if self._reader is not None and hasattr(self._reader, "close"):
+            self._reader.close()
+        self._reader, self._read_ahead = None, []
+
+    def _open_rows(self) -> Iterator[tuple[str, object]]:
         if self.container == "kernelbench_leaderboard":
             return kernelbench_folders.leaderboard_rows(self.path)
         if self.container == "kernelbench_run":
             return kernelbench_folders.run_rows(self.path, references=self._references(),
                                                 baselines=kernelbench_folders.baseline_times(self.options.baseline)[0])
-        if self.container == "hub":
+        if self.container in ("hf", "hub"):
             return _split_rows(self.splits)
-        return {"jsonl": _jsonl_rows, "parquet": _parquet_rows, "hf": _hf_rows}[self.container](self.path)
+        return {"jsonl": _jsonl_rows, "parquet": _parquet_rows}[self.container](self.path)
 
     def run_hardware(self) -> str:
         return kernelbench_folders.baseline_times(self.options.baseline)[1]
@@ -53,9 +93,10 @@ class Source:
 
 
 def open_source(path, options: ImportOptions | None = None) -> Source:
+    """Find the archive's container; nothing is counted or read row by row here."""
     options = options or ImportOptions()
     if hub.looks_like_hub_id(str(path)) and not Path(path).exists():
-        return Source(Path(str(path)), "hub", None, options, splits=hub.load_hub_dataset(str(path)))
+        return Source(Path(str(path)), "hub", options, splits=hub.load_hub_dataset(str(path)))
     path = Path(path)
     if path.name == "eval_results.json" and path.is_file():
         path = path.parent
@@ -66,32 +107,23 @@ def open_source(path, options: ImportOptions | None = None) -> Source:
     if path.is_dir():
         kind = kernelbench_folders.folder_kind(path)
         if kind == "kernelbench_leaderboard":
-            return Source(path, kind, kernelbench_folders.leaderboard_total(path), options)
+            return Source(path, kind, options)
         if kind == "kernelbench_run":
             if options.problems is None or not Path(options.problems).is_dir():
                 raise ValueError(f"{path}: a KernelBench run's references are not in its folder; pass --problems, "
                                  "the problem set (level1/ level2/ level3/) the run was evaluated with")
-            return Source(path, kind, len(kernelbench_folders.run_results(path)), options)
+            return Source(path, kind, options)
         if (path / "dataset_dict.json").exists() or (path / "state.json").exists():
-            return Source(path, "hf", _hf_total(path), options)
-        parquet_files = _parquet_files(path)
-        if parquet_files:
-            return Source(path, "parquet", _parquet_total(parquet_files), options)
+            return Source(path, "hf", options, splits=_hf_splits(path))
+        if _parquet_files(path):
+            return Source(path, "parquet", options)
         raise ValueError(f"{path}: a folder with neither a saved `datasets` dataset, .parquet files, a KernelBench "
                          "leaderboard (data.json, solutions/) nor a KernelBench run (eval_results.json)")
     if path.suffix == ".parquet":
-        return Source(path, "parquet", _parquet_total([path]), options)
+        return Source(path, "parquet", options)
     if path.suffix in {".jsonl", ".json", ".ndjson"}:
-        with path.open("rb") as handle:
-            total = sum(1 for line in handle if line.strip())
-        return Source(path, "jsonl", total, options)
+        return Source(path, "jsonl", options)
     raise ValueError(f"{path}: unknown file type {path.suffix!r} (expected .jsonl, .parquet, a folder or a hub id)")
-
-
-def first_row(source: Source):
-    for _, row in source.rows():
-        return row
-    return None
 
 
 def _jsonl_rows(path: Path):
@@ -132,10 +164,6 @@ def _parquet_rows(path: Path):
                 index += 1
 
 
-def _hf_total(path: Path) -> int:
-    return sum(len(split) for _, split in _hf_splits(path))
-
-
 def _hf_splits(path: Path):
     from datasets import Dataset, DatasetDict, load_from_disk
 
@@ -144,10 +172,6 @@ def _hf_splits(path: Path):
         return sorted(loaded.items())
     assert isinstance(loaded, Dataset)
     return [("train", loaded)]
-
-
-def _hf_rows(path: Path):
-    return _split_rows(_hf_splits(path))
 
 
 def _split_rows(splits):

@@ -43,12 +43,13 @@ class KernelRecord:
     extra_speedups: dict[str, float | None] = field(default_factory=dict)
     # The baselines' own code where the source publishes it ({"cuda_graph": ..., "cudnn": ...}).
     baseline_code: dict[str, str] = field(default_factory=dict)
+    # The code's sha256 (dedupe key), computed once when the record is made.
+    code_sha256: str = field(init=False)
 
     def speedups(self) -> dict[str, float | None]:
         """Every claimed speedup by baseline (Claim.Baseline values)."""
         return {"eager": self.claimed_speedup_native, "torch_compile": self.claimed_speedup_compile,
                 **self.extra_speedups}
 
-    @property
-    def code_sha256(self) -> str:
-        return code_sha256(self.code)
+    def __post_init__(self):
+        self.code_sha256 = code_sha256(self.code)

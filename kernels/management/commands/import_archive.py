@@ -5,8 +5,8 @@ from django.db import Error as DatabaseError
 from tqdm import tqdm
 
 from kernels.import_services import ROWS_WITHOUT_KERNEL, archive_import_file
-from kernels.ingest.errors import IngestError
 from kernels.ingest.formats import SCHEMAS
+from kernels.ingest.messages import IMPORT_FAILURES, import_failure
 from kernels.ingest.readers import ImportOptions, open_source
 
 
@@ -36,23 +36,20 @@ class Command(BaseCommand):
 
     def handle(self, *args, path: str, format: str, source: str | None, hardware: str, rows_without_kernel,
                problems, baseline, no_progress: bool, **options):
+        bar = None
         try:
-            total = open_source(path, ImportOptions(problems=problems, baseline=baseline)).total_rows
-        except (FileNotFoundError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
-        bar = tqdm(total=total, unit="row", desc=f"importing {Path(path).name}", disable=no_progress,
-                   file=self.stderr._out)
-        try:
+            # Opened once: the progress bar's count and the import read this same source.
+            archive = open_source(path, ImportOptions(hardware=hardware, problems=problems, baseline=baseline))
+            bar = tqdm(total=None if no_progress else archive.total_rows, unit="row",
+                       desc=f"importing {Path(path).name}", disable=no_progress, file=self.stderr._out)
             summary = archive_import_file(
-                path=path, schema=format, source_archive=source, hardware=hardware, progress=bar.update,
-                rows_without_kernel=rows_without_kernel, problems=problems, baseline=baseline,
+                source=archive, schema=format, source_archive=source, progress=bar.update,
+                rows_without_kernel=rows_without_kernel,
             )
-        except IngestError as exc:
-            bar.close()
-            raise CommandError(f"{path}: {exc}") from None
-        except (FileNotFoundError, ValueError) as exc:
-            bar.close()
-            raise CommandError(str(exc)) from None
+        except IMPORT_FAILURES as exc:
+            if bar is not None:
+                bar.close()
+            raise CommandError(import_failure(exc, shown_as=path, format_option="--format").message) from None
         except DatabaseError as exc:
             # The server went away or refused a write (restart, failover, disk full): the
             # import's one transaction did not commit, so nothing of this file was stored.
