@@ -13,7 +13,10 @@ def production_static_server(tmp_path, settings, transactional_db):
     from django.db import connections
     from django.test.testcases import LiveServerThread
 
-    settings.STATIC_ROOT = tmp_path / "staticfiles"  # resets the static storage (setting_changed)
+    # Production's storage, whatever the test settings use; both reset the storage (setting_changed).
+    settings.STORAGES = {**settings.STORAGES,
+                         "staticfiles": {"BACKEND": "archive_site.static_storage.HashedStaticFilesStorage"}}
+    settings.STATIC_ROOT = tmp_path / "staticfiles"
     call_command("collectstatic", interactive=False, verbosity=0, ignore_patterns=NOT_COLLECTED)
     shared = {c.alias: c for c in connections.all() if c.vendor == "sqlite" and c.is_in_memory_db()}
     for connection in shared.values():
