@@ -241,3 +241,12 @@ def test_the_verified_redirect_quotes_the_user_name(client):
     sign_up(client, username="ada+gpu@lab")
     response = client.get(mailed_link(mail.outbox[0]))
     assert response["Location"] == "/accounts/login/?username=ada%2Bgpu%40lab"
+
+
+def test_deploy_check_warns_when_mail_is_printed_not_sent(settings):
+    from accounts.checks import check_mail_backend
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+    assert [warning.id for warning in check_mail_backend(None)] == ["accounts.W001"]
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    assert check_mail_backend(None) == []
