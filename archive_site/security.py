@@ -9,8 +9,8 @@ map page needs eval (plotly's WebGL).
 """
 from django.conf import settings
 from django.core import checks
-from django.http import JsonResponse
 
+from web.api_errors import error_response
 from web.uploads import max_upload_bytes, too_large_message
 
 # The two inline <style> elements the vendored plotly.min.js (v4.1.1) adds, allowed by hash and
@@ -79,9 +79,9 @@ class UploadSizeLimitMiddleware:
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
-            return JsonResponse({"detail": "malformed Content-Length header"}, status=400)
+            return error_response(400, "malformed Content-Length header")
         if length > max_upload_bytes():
-            response = JsonResponse({"detail": too_large_message(length)}, status=413)
+            response = error_response(413, too_large_message(length))
             response["Connection"] = "close"  # the unread body is not worth draining
             return response
         return self.get_response(request)
@@ -111,12 +111,9 @@ class DownloadThrottleMiddleware:
         throttle = DownloadRateThrottle()
         if throttle.allow_request(request, None):
             return None
-        wait = throttle.wait()
-        response = JsonResponse(
-            {"detail": f"too many downloads; try again in {int(wait or 1)} seconds"}, status=429)
-        if wait:
-            response["Retry-After"] = str(int(wait) + 1)
-        return response
+        wait = int(throttle.wait() or 1)
+        return error_response(429, f"too many downloads; try again in {wait} seconds", retry_after=wait,
+                              headers={"Retry-After": str(wait + 1)})
 
 
 @checks.register(checks.Tags.security, deploy=True)

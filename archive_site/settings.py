@@ -177,7 +177,10 @@ WORKER_KEY_FILE = os.environ.get("ARCHIVE_WORKER_KEY_FILE", "") or None
 VERIFIER_NAME = os.environ.get("ARCHIVE_VERIFIER_NAME", "") or f"kernel-archive worker at {socket.gethostname()}"
 
 REST_FRAMEWORK = {
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # The OpenAPI schema: the one error shape on every operation, the lock only where auth is required.
+    "DEFAULT_SCHEMA_CLASS": "web.schema.ArchiveAutoSchema",
+    # Every error of the JSON API in one shape: {"detail", "code", "errors"} (web/api_errors.py).
+    "EXCEPTION_HANDLER": "web.api_errors.api_exception_handler",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

@@ -12,6 +12,7 @@ from rest_framework.throttling import UserRateThrottle
 
 from kernels.models import Kernel, Verification
 from kernels.serializers import VerificationSerializer
+from web.throttles import throttled_page
 
 from . import services
 from .kernel_bundles import bundle_filename, bundle_for_kernel, bundle_sha256
@@ -66,10 +67,8 @@ def kernel_bundle_page(request, kernel_id: int):
 @require_POST
 def kernel_reverify_page(request, kernel_id: int):
     kernel = get_object_or_404(Kernel, id=kernel_id)
-    throttle = ReverifyThrottle()
-    if not throttle.allow_request(request, None):
-        messages.error(request, "Too many re-verification requests; try again later.")
-        return redirect("kernel_detail", kernel_id=kernel.id)
+    if throttled := throttled_page(request, [ReverifyThrottle], "re-verification requests"):
+        return throttled
     verification, _ = services.verification_request(kernel=kernel, user=request.user)
     messages.info(request, f"Verification {verification.id} is {verification.status}.")
     return redirect("kernel_detail", kernel_id=kernel.id)

@@ -18,6 +18,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from kernels.models import VerifierKey
+from web.api_errors import ApiError
 
 from .verification_import import VerificationImportError, verification_import_file
 from .verifier_keys import KeyRefused, verifier_key_register
@@ -52,7 +53,7 @@ def _import_upload(upload, user):
 
 
 @extend_schema(request=KeySerializer, responses={201: OpenApiResponse(description="{key_id, owner_name}"),
-                                                 400: OpenApiResponse(description="{detail}")})
+                                                 400: OpenApiResponse(description="the key is refused (malformed, or already a trusted key)")})
 @api_view(["POST"])
 @permission_classes([permissions.IsAuthenticated])
 def verifier_key_create(request):
@@ -64,13 +65,13 @@ def verifier_key_create(request):
                                     owner_name=data.validated_data.get("owner_name", ""),
                                     trusted_keys_file=settings.TRUSTED_KEYS_FILE)
     except KeyRefused as refused:
-        return Response({"detail": str(refused)}, status=status.HTTP_400_BAD_REQUEST)
+        raise ApiError(str(refused), code="key_refused") from None
     return Response({"key_id": key.key_id, "owner_name": key.owner_name}, status=status.HTTP_201_CREATED)
 
 
 @extend_schema(request={"multipart/form-data": UploadSerializer},
                responses={200: OpenApiResponse(description="the import summary"),
-                          400: OpenApiResponse(description="{detail, problems}: nothing was imported")})
+                          400: OpenApiResponse(description="refused, nothing was imported: `errors` names each record and why")})
 @api_view(["POST"])
 @permission_classes([permissions.IsAuthenticated])
 @parser_classes([MultiPartParser, FormParser])
@@ -80,8 +81,8 @@ def verification_contribute(request):
     data.is_valid(raise_exception=True)
     summary, problems = _import_upload(data.validated_data["file"], request.user)
     if problems:
-        return Response({"detail": "refused: nothing was imported", "problems": problems},
-                        status=status.HTTP_400_BAD_REQUEST)
+        raise ApiError("refused: nothing was imported", code="records_refused",
+                       errors=[{"field": None, "message": problem} for problem in problems])
     return Response({"records_read": summary.records_read, "added": summary.added,
                      "already_present": summary.already_present, "by_origin": summary.by_origin})
 

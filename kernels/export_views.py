@@ -29,9 +29,12 @@ class ExportQuerySerializer(serializers.Serializer):
         default=False, help_text="only kernels whose latest re-verification passed with no blocking flag")
     q = serializers.CharField(required=False, default="", allow_blank=True, max_length=200,
                               help_text="text in the task's op name")
-    technique = serializers.ChoiceField(choices=list(TECHNIQUES), required=False, default="", allow_blank=True)
-    hardware = serializers.CharField(required=False, default="", allow_blank=True, max_length=128)
-    experiment = serializers.CharField(required=False, default="", allow_blank=True, max_length=255)
+    technique = serializers.ChoiceField(choices=list(TECHNIQUES), required=False, default="", allow_blank=True,
+                                        help_text="technique tag detected in the code")
+    hardware = serializers.CharField(required=False, default="", allow_blank=True, max_length=128,
+                                     help_text="GPU the claims were measured on (exact)")
+    experiment = serializers.CharField(required=False, default="", allow_blank=True, max_length=255,
+                                       help_text="experiment of the source archive (exact)")
     archive_compatible = serializers.BooleanField(
         default=False, help_text="only the published archive's 19 columns")
     include = serializers.ChoiceField(
@@ -58,6 +61,9 @@ class ExportDownloadView(APIView):
         summary="Download the archive, or the rows of a leaderboard filter, in the published archive's schema",
     )
     def get(self, request):
+        """The archive as a file, in the published archive's schema plus this site's verification
+        columns (docs/export.md), streamed; filters as on the leaderboard. Throttled per client with
+        every other download."""
         query = ExportQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data

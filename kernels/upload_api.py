@@ -25,6 +25,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from web.api_errors import ApiError
 from web.renderers import EscapedJSONRenderer
 from web.uploads import max_upload_bytes, too_large_message
 
@@ -200,12 +201,11 @@ class ArchiveImportUpload(APIView):
         except IMPORT_FAILURES as exc:
             failure = import_failure(exc, shown_as=name, path=path, format_option="format=archive|kernelbench",
                                      rename_file=True)
-            body = {"detail": failure.message}
-            if isinstance(exc, IngestError):
-                body["rows_read"] = failure.rows_read
-                body["errors"] = [{"file": e.file, "row": e.row, "field": e.field, "message": e.message}
-                                  for e in failure.errors]
-            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+            rows = isinstance(exc, IngestError)
+            raise ApiError(failure.message, code="rows_rejected" if rows else "unreadable_archive",
+                           errors=[{"file": e.file, "row": e.row, "field": e.field, "message": e.message}
+                                   for e in failure.errors],
+                           extra={"rows_read": failure.rows_read} if rows else None) from None
         body = {
             "source_archive": summary.source_archive, "file": name, "format": fmt,
             "rows_read": summary.rows_read, "tasks_added": summary.tasks_added,

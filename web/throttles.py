@@ -7,6 +7,7 @@ proxies in front put into X-Forwarded-For: a client cannot pick its own bucket.
 """
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
+from django.shortcuts import render
 from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
 
@@ -47,14 +48,21 @@ class DownloadRateThrottle(_RateFromSettings, SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
-def throttled_search_page(request) -> HttpResponse | None:
-    """For the search page (not a DRF view): None when the search may run, else a 429."""
-    for throttle_class in SEARCH_THROTTLES:
+def throttled_page(request, throttles, what: str) -> HttpResponse | None:
+    """For pages (not DRF views): None when every throttle lets the request through, else the
+    styled 429 page (templates/429.html) saying what to wait for, with Retry-After. The JSON API
+    answers the same throttles in its error shape (web/api_errors.py)."""
+    for throttle_class in throttles:
         throttle = throttle_class()
         if not throttle.allow_request(request, None):
             wait = int(throttle.wait() or 1)
-            response = HttpResponse(f"Too many searches; try again in {wait} seconds.\n", status=429,
-                                    content_type="text/plain; charset=utf-8")
+            detail = f"Too many {what}; try again in {wait} seconds."
+            response = render(request, "429.html", {"detail": detail}, status=429)
             response["Retry-After"] = str(wait + 1)
             return response
     return None
+
+
+def throttled_search_page(request) -> HttpResponse | None:
+    """For the search page: None when the search may run, else the 429 page."""
+    return throttled_page(request, SEARCH_THROTTLES, "searches")

@@ -82,7 +82,7 @@ def test_a_record_signed_with_someone_elses_key_is_refused(demo, tmp_path, clien
     with records.open("rb") as handle:
         response = client.post("/api/verifications/contribute/", {"file": handle})
     assert response.status_code == 400
-    assert "does not know" in response.json()["problems"][0]
+    assert "does not know" in response.json()["errors"][0]["message"]
     assert not Verification.objects.filter(origin="contributed").exists()
 
 

@@ -180,7 +180,7 @@ def test_a_body_that_is_not_multipart_is_415(staff):
 
 
 def test_missing_or_empty_file_is_400(staff):
-    assert "file" in staff.post(URL, {"format": "auto"}, format="multipart").json()
+    assert [e["field"] for e in staff.post(URL, {"format": "auto"}, format="multipart").json()["errors"]] == ["file"]
     empty = upload(staff, "empty.jsonl", b"")
     assert empty.status_code == 400
 

@@ -119,7 +119,8 @@ def test_error_pages_in_the_site_and_the_api_shape():
     page = errors.not_found(factory.get("/kernels/99999/"), Exception("There is no kernel #99999."))
     assert page.status_code == 404 and b"There is no kernel #99999." in page.content and b'href="/leaderboard/"' in page.content
     api = errors.not_found(factory.get("/api/kernels/99999/"), Exception({"path": "x"}))
-    assert api.status_code == 404 and json.loads(api.content) == {"detail": "There is nothing at this address."}
+    assert api.status_code == 404 and json.loads(api.content) == {"detail": "There is nothing at this address.",
+                                                          "code": "not_found", "errors": []}
     assert errors.server_error(factory.get("/")).status_code == 500
     assert json.loads(errors.server_error(factory.get("/api/tasks/")).content)["detail"].startswith("Something went wrong")
     assert errors.bad_request(factory.get("/api/x/")).status_code == 400
