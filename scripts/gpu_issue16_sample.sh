@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Issue #16 on a 2-GPU host in one device call, three things at once sharing the GPUs through one
-# device-lock folder (every timing loop alone on its GPU; correctness runs overlap):
-#   - every row of SAMPLE re-verified with the judge as it stands (scripts/gpu_sample_reverify.py,
-#     both GPUs, 6 judges per GPU once their builds are there);
-#   - bench/bench_timing_repro.py: REPRO_PROCESSES processes of each of its 8 kernels on GPU 0;
-#   - bench/bench_timing_repro.py: LONG_PROCESSES processes of LONG_KERNEL on GPU 1.
+# Issue #16 on a 2-GPU host in one device call, sharing the GPUs through one device-lock folder
+# (every timing loop alone on its GPU; correctness runs overlap):
+#   - rows of SAMPLE (ROWS, default all) re-verified with the judge as it stands
+#     (scripts/gpu_sample_reverify.py, both GPUs, JOBS_PER_GPU judges per GPU once built);
+#   - bench/bench_timing_repro.py: REPRO_PROCESSES processes of each of its 8 kernels on GPU 0
+#     (REPRO_PROCESSES=0: none), from the start;
+#   - bench/bench_timing_repro.py: LONG_PROCESSES processes of LONG_KERNEL on GPU 1, from the
+#     start (LONG_AT=start) or once the sample is done, in the time left (LONG_AT=tail).
 # GPU 0 times on reserved CPUs 0,1 and GPU 1 on 2,3; everything else runs on the other cores
 # (taskset), as a worker host keeps its timing CPUs free.
 #
@@ -44,19 +46,26 @@ pack() {
     tar czf "$OUT/logs.tgz" -C "$logs" .
 }
 
-(CUDA_VISIBLE_DEVICES=0 timeout $((limit - 25)) taskset -c "$others" python3 bench/bench_timing_repro.py \
-    --out /tmp/kb_issue16_repro --processes "$repro_processes" --jobs 4 \
-    --reserve-cpus 0,1 --time-budget 1.0 --build-dir "$builds" > "$logs/repro.log" 2>&1
- echo "repro (GPU 0) done at $(elapsed) s") &
-(CUDA_VISIBLE_DEVICES=1 timeout $((limit - 25)) taskset -c "$others" python3 bench/bench_timing_repro.py \
-    --out /tmp/kb_issue16_repro_long --processes "$long_processes" --jobs 4 --only "$long_kernel" \
-    --reserve-cpus 2,3 --time-budget 1.0 --build-dir "$builds" > "$logs/repro_long.log" 2>&1
- echo "repro long (GPU 1) done at $(elapsed) s") &
+long() {
+    CUDA_VISIBLE_DEVICES=1 timeout "$1" taskset -c "$others" python3 bench/bench_timing_repro.py \
+        --out /tmp/kb_issue16_repro_long --processes "$long_processes" --jobs "${LONG_JOBS:-4}" --only "$long_kernel" \
+        --reserve-cpus 2,3 --time-budget 1.0 --build-dir "$builds" > "$logs/repro_long.log" 2>&1
+    echo "repro long (GPU 1) done at $(elapsed) s"
+}
+if [ "$repro_processes" -gt 0 ]; then
+    (CUDA_VISIBLE_DEVICES=0 timeout $((limit - 25)) taskset -c "$others" python3 bench/bench_timing_repro.py \
+        --out /tmp/kb_issue16_repro --processes "$repro_processes" --jobs "${REPRO_JOBS:-4}" \
+        --reserve-cpus 0,1 --time-budget 1.0 --build-dir "$builds" > "$logs/repro.log" 2>&1
+     echo "repro (GPU 0) done at $(elapsed) s") &
+fi
+[ "${LONG_AT:-start}" = start ] && long $((limit - 25)) &
 taskset -c "$others" python3 scripts/gpu_sample_reverify.py --sample "$sample" --out "$OUT" ${rows:+--rows "$rows"} \
     --gpus 0,1 --timing-cpus "0,1;2,3" --jobs-per-gpu "${JOBS_PER_GPU:-6}" --build-jobs "${BUILD_JOBS:-22}" \
     --time-budget 2 --deadline-s $((limit - 90)) --hard-deadline-s $((limit - 30)) --build-dir "$builds" \
     --work /tmp/kb_issue16_rows > "$logs/sample.log" 2>&1
 echo "sample done at $(elapsed) s"
+left=$((limit - 25 - $(elapsed)))
+if [ "${LONG_AT:-start}" = tail ] && [ "$left" -gt 120 ]; then long "$left"; fi
 wait
 pack
 tail -n 14 "$logs"/repro*.log

@@ -19,7 +19,8 @@ worker's bundle ships it.
 Writes DIR/sample_reverify.json after every row ({"meta", "rows": [{index, level, task, op,
 kernel, claimed, gpu, phase, build_wall_s, run_wall_s, document}]}, logs trimmed) and
 DIR/sample_reverify.md at the end. After ``--deadline-s`` no new judge starts (rows left are
-recorded with phase ``not_run``); runs still going are stopped at ``--hard-deadline-s``.
+recorded with phase ``not_run``); runs still going are stopped at ``--hard-deadline-s`` and
+recorded as ``not_run`` too (no document: the deadline, not the kernel, stopped them).
 No Django.
 """
 import argparse
@@ -138,7 +139,12 @@ class Campaign:
                 "kernel": row["Kernel_Name"], "claimed": {k: row.get(k) for k in CLAIMED}}
 
     def run(self, argv, env, timeout):
-        return sandbox.run_harness_isolated(argv, cwd=str(REPO), timeout_s=timeout, memory_limit_bytes=None, env=env)
+        """The document, or None when the campaign's hard deadline (not the kernel) stopped it:
+        a run whose watchdog was shortened to fit the call and that ran out of it has no verdict."""
+        doc = sandbox.run_harness_isolated(argv, cwd=str(REPO), timeout_s=timeout, memory_limit_bytes=None, env=env)
+        if timeout < self.args.timeout and (doc.get("sandbox") or {}).get("timed_out"):
+            return None
+        return doc
 
     def build(self, i, paths):
         left = self.args.hard_deadline_s - self.elapsed()
@@ -163,7 +169,8 @@ class Campaign:
             t0 = time.monotonic()
             doc = self.run(judge_argv(paths, self.args.device, self.build_dir, extra), env,
                            min(self.args.timeout, left))
-            self.record(i, doc, gpu, "verified", build_wall, time.monotonic() - t0)
+            self.record(i, doc, gpu, "verified" if doc is not None else "not_run", build_wall,
+                        time.monotonic() - t0)
         finally:
             with self.lock:
                 self.pending[gpu] -= 1
@@ -205,8 +212,8 @@ class Campaign:
             builds = [builders.submit(self.build, i, paths[i]) for i in self.order]
             for future in futures.as_completed(builds):
                 i, doc, wall = future.result()
-                if doc is None:
-                    self.record(i, None, None, "not_run", None, None)
+                if doc is None:  # not started, or cut by the hard deadline
+                    self.record(i, None, None, "not_run", wall or None, None)
                 elif doc.get("verdict") != "built":
                     self.record(i, doc, None, "build", wall, None)
                 else:
