@@ -1,33 +1,36 @@
-"""API and page endpoints of re-verification: bundle download, queue a run, follow it."""
-from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect
-from django.views.decorators.http import require_POST
+"""JSON API of re-verification (mounted under /api/): bundle download, queue a run, follow it,
+register a verifier key, contribute signed results. The pages are in evaluator/views.py."""
+from django.conf import settings
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import permissions, status
-from rest_framework.decorators import api_view, permission_classes, throttle_classes
+from rest_framework import permissions, serializers, status
+from rest_framework.decorators import api_view, parser_classes, permission_classes, throttle_classes
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 
 from kernels.models import Kernel, Verification
 from kernels.serializers import VerificationSerializer
-from web.throttles import throttled_page
+from web.api_errors import ApiError
 
 from . import services
-from .kernel_bundles import bundle_filename, bundle_for_kernel, bundle_sha256
+from .contributions import contribution_import_upload
+from .kernel_bundles import bundle_download_response
+from .verifier_keys import KeyRefused, verifier_key_register
 
 
 class ReverifyThrottle(UserRateThrottle):
     scope = "reverify"
 
 
-def _bundle_response(kernel: Kernel) -> HttpResponse:
-    bundle = bundle_for_kernel(kernel)
-    response = HttpResponse(bundle, content_type="application/zip")
-    response["Content-Disposition"] = f'attachment; filename="{bundle_filename(kernel)}"'
-    response["X-Bundle-SHA256"] = bundle_sha256(bundle)
-    return response
+class KeySerializer(serializers.Serializer):
+    public_key = serializers.CharField(max_length=2000, help_text="base64 of the raw 32-byte Ed25519 key, or PEM")
+    owner_name = serializers.CharField(max_length=255, required=False, allow_blank=True,
+                                       help_text="how your results are credited (default: your user name)")
+
+
+class UploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="signed records (.jsonl or .parquet), e.g. from evaluator.sign_result")
 
 
 @extend_schema(responses={200: OpenApiResponse(description="zip: harness, reference, kernel, claims, README")})
@@ -36,7 +39,7 @@ def _bundle_response(kernel: Kernel) -> HttpResponse:
 def kernel_bundle(request, kernel_id: int):
     """The verification bundle of a kernel (the very files the worker runs). Throttled per client
     with every other download by archive_site.security.DownloadThrottleMiddleware."""
-    return _bundle_response(get_object_or_404(Kernel.objects.select_related("task"), id=kernel_id))
+    return bundle_download_response(get_object_or_404(Kernel.objects.select_related("task"), id=kernel_id))
 
 
 @extend_schema(request=None, responses={202: VerificationSerializer, 200: VerificationSerializer})
@@ -59,16 +62,36 @@ def verification_detail(request, verification_id: int):
     return Response(VerificationSerializer(get_object_or_404(Verification, id=verification_id)).data)
 
 
-def kernel_bundle_page(request, kernel_id: int):
-    return _bundle_response(get_object_or_404(Kernel.objects.select_related("task"), id=kernel_id))
+@extend_schema(request=KeySerializer, responses={201: OpenApiResponse(description="{key_id, owner_name}"),
+                                                 400: OpenApiResponse(description="the key is refused (malformed, or already a trusted key)")})
+@api_view(["POST"])
+@permission_classes([permissions.IsAuthenticated])
+def verifier_key_create(request):
+    """Register the public half of your Ed25519 key; records you sign with it import as your contributions."""
+    data = KeySerializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    try:
+        key = verifier_key_register(user=request.user, public_key=data.validated_data["public_key"],
+                                    owner_name=data.validated_data.get("owner_name", ""),
+                                    trusted_keys_file=settings.TRUSTED_KEYS_FILE)
+    except KeyRefused as refused:
+        raise ApiError(str(refused), code="key_refused") from None
+    return Response({"key_id": key.key_id, "owner_name": key.owner_name}, status=status.HTTP_201_CREATED)
 
 
-@login_required
-@require_POST
-def kernel_reverify_page(request, kernel_id: int):
-    kernel = get_object_or_404(Kernel, id=kernel_id)
-    if throttled := throttled_page(request, [ReverifyThrottle], "re-verification requests"):
-        return throttled
-    verification, _ = services.verification_request(kernel=kernel, user=request.user)
-    messages.info(request, f"Verification {verification.id} is {verification.status}.")
-    return redirect("kernel_detail", kernel_id=kernel.id)
+@extend_schema(request={"multipart/form-data": UploadSerializer},
+               responses={200: OpenApiResponse(description="the import summary"),
+                          400: OpenApiResponse(description="refused, nothing was imported: `errors` names each record and why")})
+@api_view(["POST"])
+@permission_classes([permissions.IsAuthenticated])
+@parser_classes([MultiPartParser, FormParser])
+def verification_contribute(request):
+    """Upload signed results of bundles you ran on your GPU, signed with a key you registered."""
+    data = UploadSerializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    summary, problems = contribution_import_upload(data.validated_data["file"], request.user)
+    if problems:
+        raise ApiError("refused: nothing was imported", code="records_refused",
+                       errors=[{"field": None, "message": problem} for problem in problems])
+    return Response({"records_read": summary.records_read, "added": summary.added,
+                     "already_present": summary.already_present, "by_origin": summary.by_origin})

@@ -1,9 +1,10 @@
-"""The verification bundle of an archived kernel: what users download and what the worker runs."""
+"""The verification bundle of an archived kernel, built from its rows (verifier/bundle.py builds
+it): what users download and what the worker runs."""
+from django.http import HttpResponse
 
 from kernels.models import Kernel
 
 from verifier.bundle import build_bundle, bundle_sha256
-
 
 
 def bundle_for_kernel(kernel: Kernel) -> bytes:
@@ -34,4 +35,12 @@ def bundle_filename(kernel: Kernel) -> str:
     return f"kernel-{kernel.id}-bundle.zip"
 
 
-__all__ = ["bundle_for_kernel", "bundle_filename", "bundle_sha256"]
+def bundle_download_response(kernel: Kernel) -> HttpResponse:
+    bundle = bundle_for_kernel(kernel)
+    response = HttpResponse(bundle, content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{bundle_filename(kernel)}"'
+    response["X-Bundle-SHA256"] = bundle_sha256(bundle)
+    return response
+
+
+__all__ = ["bundle_for_kernel", "bundle_download_response", "bundle_filename", "bundle_sha256"]

@@ -29,7 +29,7 @@ from kernels.services import kernel_verified_state_set
 from verifier import result as result_doc
 from verifier.bundle import bundle_sha256
 from .kernel_bundles import bundle_for_kernel
-from .profiles import profile_refresh_clang_tidy, profile_store_ncu
+from .worker_profiles import profile_refresh_clang_tidy, profile_store_ncu
 from .verification_results import fields_from_result
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from web.renderers import EscapedJSONRenderer
 
 from . import selectors
-from .filters import MAX_PAGE_SIZE, SORTS, InvalidQuery, parse_leaderboard_query
+from .leaderboard_query import MAX_PAGE_SIZE, SORTS, InvalidQuery, parse_leaderboard_query
 from .models import Kernel, Verification
 from .serializers import (
     KernelDetailSerializer,

@@ -7,7 +7,7 @@ small HTML dialect, and escaped text becomes a plain text node.
 import html
 import math
 
-from .profile_tables import SOL
+from .profile_display import SOL
 from .selectors import BINS_PER_OCTAVE
 
 COLOURS = {1: "#1f77b4", 2: "#ff7f0e", 3: "#2ca02c"}

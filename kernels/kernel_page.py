@@ -9,7 +9,7 @@ from .comparison import code_comparison, preferred_profile, profile_comparison, 
 from .extension_points import PANEL_SLOTS, kernel_panels
 from .highlight import kernel_source_html, python_source_html
 from .models import Profile
-from .profile_tables import clang_tidy_groups, ncu_launch, ncu_metric_values, ncu_sections, torch_profile_rows
+from .profile_display import clang_tidy_groups, ncu_launch, ncu_metric_values, ncu_sections, torch_profile_rows
 from .ranking import excluded_reason
 from .verification_views import kernel_findings, latest_trusted, verifications_by_gpu
 

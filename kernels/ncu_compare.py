@@ -3,12 +3,12 @@
 A metric differs when the two averages are further apart than both launches' noise and than a
 share of their size: more than DIFFERENCE_SHARE relative (or DIFFERENCE_POINTS percentage points
 for % metrics) and more than two standard deviations of either profile. Rows keep ncu's section
-order (profile_tables.ncu_sections); a metric only one profile has is listed as missing in the other.
+order (profile_display.ncu_sections); a metric only one profile has is listed as missing in the other.
 """
 import math
 
 from .ncu_format import in_si
-from .profile_tables import ncu_sections
+from .profile_display import ncu_sections
 
 DIFFERENCE_SHARE = 0.10
 DIFFERENCE_POINTS = 5.0

@@ -16,7 +16,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from . import ranking
-from .filters import LeaderboardQuery
+from .leaderboard_query import LeaderboardQuery
 from .models import Kernel, Task, TaskVersion, Verification
 
 FAST_P_THRESHOLDS = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)

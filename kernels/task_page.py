@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from .claim_selectors import claim_sources_and_gpus, task_claims, task_versions
-from .filters import MAX_TEXT, InvalidQuery
+from .leaderboard_query import MAX_TEXT, InvalidQuery
 from .highlight import diff_html
 from .models import Claim
 

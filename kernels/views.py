@@ -5,7 +5,7 @@ from django.shortcuts import render
 from . import selectors
 from .charts import claimed_vs_remeasured, speedup_distribution, task_speedups
 from .export.links import download_links
-from .filters import SORTS, InvalidQuery, parse_leaderboard_query
+from .leaderboard_query import SORTS, InvalidQuery, parse_leaderboard_query
 from .highlight import python_source_html
 from .kernel_page import kernel_page_context
 from .models import Kernel

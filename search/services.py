@@ -12,7 +12,7 @@ from kernels.techniques import decode_tags
 from . import storage
 from .embedding import MODEL_NAME, embed_texts, kernel_text, text_sha256, vector_to_bytes, vectors_from_bytes
 from .index import IndexUnavailable, add_to_index_file, build_index_file
-from .mapping import umap_coordinates
+from .umap_layout import umap_coordinates
 from .models import KernelEmbedding, MapPoint
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.db.models import F, QuerySet
 
-from ..filters import LeaderboardQuery
+from ..leaderboard_query import LeaderboardQuery
 from ..models import Kernel, Task, Verification
 from ..selectors import filter_kernels
 from ..techniques import TECHNIQUES

@@ -66,7 +66,7 @@ def test_garbage_never_raises():
 
 @pytest.mark.django_db
 def test_service_upserts_one_worker_profile_and_the_page_shows_it(client):
-    from evaluator.profiles import profile_refresh_clang_tidy
+    from evaluator.worker_profiles import profile_refresh_clang_tidy
 
     kernel = make_kernel(make_task(level=1, number=1), 0, code=PLANTED)
     profile_refresh_clang_tidy(kernel_id=kernel.id)

@@ -255,7 +255,7 @@ def test_the_workers_ncu_profile_from_the_h200_is_stored_and_shown_beside_the_ar
     from django.urls import reverse
 
     from verifier.profile_parsers import parse_ncu_details_csv
-    from evaluator.profiles import profile_store_ncu
+    from evaluator.worker_profiles import profile_store_ncu
     from kernels.models import Profile
     from tests.kernels.kernel_factories import add_profiles, make_kernel, make_task
 

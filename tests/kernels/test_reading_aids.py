@@ -12,7 +12,7 @@ from kernels.charts import speedup_distribution
 from kernels.diffing import code_diff
 from kernels.ncu_compare import ncu_comparison
 from kernels.ncu_format import in_si, shown_spread
-from kernels.profile_tables import ncu_launch
+from kernels.profile_display import ncu_launch
 from tests.conftest import H200_FIXTURES
 from verifier.profile_parsers.ncu import parse_ncu_details_csv, parse_ncu_details_text
 

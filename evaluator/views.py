@@ -1,0 +1,67 @@
+"""Pages of re-verification: the bundle download, the re-verify form's POST, contributions.
+The JSON API is in evaluator/api.py."""
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from kernels.models import Kernel, VerifierKey
+from web.throttles import throttled_page
+
+from . import services
+from .api import ReverifyThrottle
+from .contributions import contribution_import_upload
+from .kernel_bundles import bundle_download_response
+from .verifier_keys import KeyRefused, verifier_key_register
+
+
+def kernel_bundle_page(request, kernel_id: int):
+    return bundle_download_response(get_object_or_404(Kernel.objects.select_related("task"), id=kernel_id))
+
+
+@login_required
+@require_POST
+def kernel_reverify_page(request, kernel_id: int):
+    kernel = get_object_or_404(Kernel, id=kernel_id)
+    if throttled := throttled_page(request, [ReverifyThrottle], "re-verification requests"):
+        return throttled
+    verification, _ = services.verification_request(kernel=kernel, user=request.user)
+    messages.info(request, f"Verification {verification.id} is {verification.status}.")
+    return redirect("kernel_detail", kernel_id=kernel.id)
+
+
+@login_required
+def contribute_page(request):
+    return render(request, "evaluator/contribute.html", {
+        "keys": VerifierKey.objects.filter(user=request.user), "problems": request.session.pop("contribute_problems", []),
+    })
+
+
+@login_required
+@require_POST
+def contribute_key_page(request):
+    try:
+        key = verifier_key_register(user=request.user, public_key=request.POST.get("public_key", ""),
+                                    owner_name=request.POST.get("owner_name", ""),
+                                    trusted_keys_file=settings.TRUSTED_KEYS_FILE)
+        messages.info(request, f"Key {key.key_id} registered for {key.owner_name}.")
+    except KeyRefused as refused:
+        messages.error(request, str(refused))
+    return redirect("contribute")
+
+
+@login_required
+@require_POST
+def contribute_upload_page(request):
+    upload = request.FILES.get("file")
+    if upload is None:
+        messages.error(request, "choose a file of signed records to upload")
+        return redirect("contribute")
+    summary, problems = contribution_import_upload(upload, request.user)
+    if problems:
+        request.session["contribute_problems"] = problems[:200]
+        messages.error(request, "Refused: nothing was imported.")
+    else:
+        messages.info(request, f"{summary.added} verification(s) added, {summary.already_present} already there.")
+    return redirect("contribute")
