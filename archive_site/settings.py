@@ -3,35 +3,27 @@
 Embedded default: SQLite and Huey on SQLite under ARCHIVE_DATA_DIR.
 At scale: PostgreSQL via DATABASE_URL and Huey on Redis via REDIS_URL.
 """
-import os
 import socket
 from pathlib import Path
 
 import dj_database_url
 
+from . import env  # the one reader of the environment, one rule per type (archive_site/env.py)
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
-def _env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-DATA_DIR = Path(os.environ.get("ARCHIVE_DATA_DIR", BASE_DIR / "data")).resolve()
+DATA_DIR = env.path("ARCHIVE_DATA_DIR", BASE_DIR / "data").resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
-DEBUG = _env_bool("DJANGO_DEBUG", False)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+DEBUG = env.boolean("DJANGO_DEBUG", False)
+SECRET_KEY = env.text("DJANGO_SECRET_KEY")
 if not SECRET_KEY:
-    if not DEBUG and os.environ.get("DJANGO_REQUIRE_SECRET_KEY"):
+    if not DEBUG and env.boolean("DJANGO_REQUIRE_SECRET_KEY", False):
         raise RuntimeError("DJANGO_SECRET_KEY must be set in production")
     # A development key; production sets DJANGO_SECRET_KEY (docs/deploy.md).
     SECRET_KEY = "dev-only-insecure-key-set-DJANGO_SECRET_KEY-in-production"
-ALLOWED_HOSTS = [
-    h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()
-]
+ALLOWED_HOSTS = env.comma_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -85,7 +77,7 @@ TEMPLATES = [
     },
 ]
 
-DATABASE_URL = os.environ.get("DATABASE_URL", "")
+DATABASE_URL = env.text("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
 else:
@@ -119,18 +111,18 @@ STORAGES = {
 }
 
 # Huey: SQLite queue beside the database by default, Redis when REDIS_URL is set.
-REDIS_URL = os.environ.get("REDIS_URL", "")
+REDIS_URL = env.text("REDIS_URL")
 if REDIS_URL:
     # Throttles and other cached counters must be shared by every web process.
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 # Anonymous leaderboard pages kept this long in that shared cache, dropped at once when an import
 # or a verification changes the kernels (kernels/page_cache.py); off without Redis.
-PAGE_CACHE_SECONDS = int(os.environ.get("ARCHIVE_PAGE_CACHE_SECONDS") or (30 if REDIS_URL else 0))
-HUEY_IMMEDIATE = _env_bool("HUEY_IMMEDIATE", False)
+PAGE_CACHE_SECONDS = env.integer("ARCHIVE_PAGE_CACHE_SECONDS", 30 if REDIS_URL else 0)
+HUEY_IMMEDIATE = env.boolean("HUEY_IMMEDIATE", False)
 if REDIS_URL:
     HUEY = {
         "huey_class": "huey.PriorityRedisHuey",
-        "name": os.environ.get("HUEY_QUEUE_NAME", "kernel-archive"),
+        "name": env.text("HUEY_QUEUE_NAME", "kernel-archive"),
         "url": REDIS_URL,
         "immediate": HUEY_IMMEDIATE,
         "consumer": {"workers": 1, "worker_type": "process"},
@@ -144,37 +136,40 @@ else:
         "consumer": {"workers": 1, "worker_type": "process"},
     }
 
+# Search: load the embedding model when a web process starts (search/warmup.py).
+SEARCH_WARM_UP = env.boolean("ARCHIVE_SEARCH_WARM_UP", True)
+
 # Re-verification (evaluator/services.py). The device is what the worker's harness runs on:
 # "cuda" on GPU hosts (one worker process per GPU, pinned with CUDA_VISIBLE_DEVICES), "cpu"
 # for C++-only candidates (CI); "auto" picks cuda when torch sees a GPU.
-VERIFY_DEVICE = os.environ.get("ARCHIVE_VERIFY_DEVICE", "auto")
-VERIFY_TIMEOUT_S = float(os.environ.get("ARCHIVE_VERIFY_TIMEOUT_S", "1800"))
-VERIFY_MEMORY_LIMIT_MB = int(os.environ.get("ARCHIVE_VERIFY_MEMORY_LIMIT_MB", "0")) or None
+VERIFY_DEVICE = env.text("ARCHIVE_VERIFY_DEVICE", "auto")
+VERIFY_TIMEOUT_S = env.number("ARCHIVE_VERIFY_TIMEOUT_S", 1800.0)
+VERIFY_MEMORY_LIMIT_MB = env.integer("ARCHIVE_VERIFY_MEMORY_LIMIT_MB", 0) or None
 # Empty: the judge draws the trial seeds after the kernel loads (pin them only to reproduce a run).
-VERIFY_SEEDS = os.environ.get("ARCHIVE_VERIFY_SEEDS", "")
+VERIFY_SEEDS = env.text("ARCHIVE_VERIFY_SEEDS")
 # Extra harness options, e.g. "--no-compile --time-budget 2" for quick CPU-mode workers.
-VERIFY_HARNESS_ARGS = tuple(os.environ.get("ARCHIVE_VERIFY_HARNESS_ARGS", "").split())
+VERIFY_HARNESS_ARGS = tuple(env.text("ARCHIVE_VERIFY_HARNESS_ARGS").split())
 # A running job whose worker has not heartbeat for this long is re-queued (once).
-VERIFY_STALE_AFTER_S = float(os.environ.get("ARCHIVE_VERIFY_STALE_AFTER_S", "120"))
-VERIFY_HEARTBEAT_S = float(os.environ.get("ARCHIVE_VERIFY_HEARTBEAT_S", "10"))
+VERIFY_STALE_AFTER_S = env.number("ARCHIVE_VERIFY_STALE_AFTER_S", 120.0)
+VERIFY_HEARTBEAT_S = env.number("ARCHIVE_VERIFY_HEARTBEAT_S", 10.0)
 # After a verification the worker re-lints the kernel with clang-tidy (docs/worker.md).
-VERIFY_REFRESH_PROFILES = os.environ.get("ARCHIVE_VERIFY_REFRESH_PROFILES", "1").lower() not in ("0", "false", "no", "off", "")
+VERIFY_REFRESH_PROFILES = env.boolean("ARCHIVE_VERIFY_REFRESH_PROFILES", True)
 # clang-tidy runs on a pool of its own, beside the builds and GPU runs (docs/worker.md).
-VERIFY_LINT_WORKERS = int(os.environ.get("ARCHIVE_VERIFY_LINT_WORKERS", "4"))
+VERIFY_LINT_WORKERS = env.integer("ARCHIVE_VERIFY_LINT_WORKERS", 4)
 # CPUs kept free for timing loops, e.g. "0,1": the worker runs everything else on the others.
-VERIFY_TIMING_CPUS = os.environ.get("ARCHIVE_VERIFY_TIMING_CPUS", "")
+VERIFY_TIMING_CPUS = env.text("ARCHIVE_VERIFY_TIMING_CPUS")
 # The periodic task re-queues kernels whose latest result is older than this.
-REVERIFY_MAX_AGE_DAYS = int(os.environ.get("ARCHIVE_REVERIFY_MAX_AGE_DAYS", "30"))
-BUILD_CACHE_DIR = Path(os.environ.get("ARCHIVE_BUILD_CACHE_DIR", DATA_DIR / "build_cache"))
+REVERIFY_MAX_AGE_DAYS = env.integer("ARCHIVE_REVERIFY_MAX_AGE_DAYS", 30)
+BUILD_CACHE_DIR = env.path("ARCHIVE_BUILD_CACHE_DIR", DATA_DIR / "build_cache")
 
 # Signed verification records (evaluator/verification_records.py, docs/verification_records.md).
 # Public keys whose records count as this site's own results; the default file ships the key
 # that signed the project's own H200 results.
-TRUSTED_KEYS_FILE = Path(os.environ.get("ARCHIVE_TRUSTED_KEYS_FILE", BASE_DIR / "evaluator" / "trusted_keys.json"))
+TRUSTED_KEYS_FILE = env.path("ARCHIVE_TRUSTED_KEYS_FILE", BASE_DIR / "evaluator" / "trusted_keys.json")
 # This site's worker key (an Ed25519 private key, PEM): signs its own results on export.
-WORKER_KEY_FILE = os.environ.get("ARCHIVE_WORKER_KEY_FILE", "") or None
+WORKER_KEY_FILE = env.text("ARCHIVE_WORKER_KEY_FILE") or None
 # The name its signed records carry.
-VERIFIER_NAME = os.environ.get("ARCHIVE_VERIFIER_NAME", "") or f"kernel-archive worker at {socket.gethostname()}"
+VERIFIER_NAME = env.text("ARCHIVE_VERIFIER_NAME") or f"kernel-archive worker at {socket.gethostname()}"
 
 REST_FRAMEWORK = {
     # The OpenAPI schema: the one error shape on every operation, the lock only where auth is required.
@@ -186,15 +181,15 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_THROTTLE_RATES": {
-        "reverify": os.environ.get("ARCHIVE_THROTTLE_REVERIFY", "30/hour"),
-        "downloads": os.environ.get("ARCHIVE_THROTTLE_DOWNLOADS", "120/minute"),
+        "reverify": env.text("ARCHIVE_THROTTLE_REVERIFY", "30/hour"),
+        "downloads": env.text("ARCHIVE_THROTTLE_DOWNLOADS", "120/minute"),
         # Search embeds the query: per client address when anonymous, per user when signed in.
-        "search_anon": os.environ.get("ARCHIVE_THROTTLE_SEARCH_ANON", "30/minute"),
-        "search_user": os.environ.get("ARCHIVE_THROTTLE_SEARCH_USER", "120/minute"),
+        "search_anon": env.text("ARCHIVE_THROTTLE_SEARCH_ANON", "30/minute"),
+        "search_user": env.text("ARCHIVE_THROTTLE_SEARCH_USER", "120/minute"),
     },
     # Proxies in front of the site (their X-Forwarded-For names the client); 0: REMOTE_ADDR,
     # and a client's own X-Forwarded-For never picks its throttle bucket.
-    "NUM_PROXIES": int(os.environ.get("ARCHIVE_NUM_PROXIES", "0")),
+    "NUM_PROXIES": env.integer("ARCHIVE_NUM_PROXIES", 0),
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
@@ -216,11 +211,11 @@ SPECTACULAR_SETTINGS = {
 
 # --- Uploads (POST /api/imports/, staff only; docs/security.md) ---
 # A request body over this is refused with 413 from its Content-Length, before it is read.
-ARCHIVE_MAX_UPLOAD_MB = int(os.environ.get("ARCHIVE_MAX_UPLOAD_MB", "200"))
+ARCHIVE_MAX_UPLOAD_MB = env.integer("ARCHIVE_MAX_UPLOAD_MB", 200)
 # Form fields and other non-file bodies stay small; uploaded files over 2.5 MB stream to disk.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
-FILE_UPLOAD_TEMP_DIR = os.environ.get("ARCHIVE_UPLOAD_TEMP_DIR") or None
+FILE_UPLOAD_TEMP_DIR = env.text("ARCHIVE_UPLOAD_TEMP_DIR") or None
 FILE_UPLOAD_PERMISSIONS = 0o600
 
 # --- Security headers (archive_site/security.py adds the Content-Security-Policy) ---
@@ -230,31 +225,29 @@ SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 # Overridable, e.g. to add a CDN; the default allows only this site's own files.
-ARCHIVE_CSP = os.environ.get("ARCHIVE_CSP", "")
-CSRF_TRUSTED_ORIGINS = [
-    o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
-]
+ARCHIVE_CSP = env.text("ARCHIVE_CSP")
+CSRF_TRUSTED_ORIGINS = env.comma_list("DJANGO_CSRF_TRUSTED_ORIGINS")
 # Production is DEBUG off with a real DJANGO_SECRET_KEY: HTTPS only, secure cookies, HSTS.
 # Without a key (development, the test suite) the site serves plain HTTP, and
 # `check --deploy` reports the development key (archive_site/security.py).
-SECURE_BY_DEFAULT = not DEBUG and bool(os.environ.get("DJANGO_SECRET_KEY"))
+SECURE_BY_DEFAULT = not DEBUG and bool(env.text("DJANGO_SECRET_KEY"))
 # TLS usually ends at a proxy that sets X-Forwarded-Proto; trust that header only when
 # DJANGO_SECURE_PROXY_SSL_HEADER is on (never without such a proxy in front).
-if _env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False):
+if env.boolean("DJANGO_SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_SSL_REDIRECT = _env_bool("DJANGO_SECURE_SSL_REDIRECT", SECURE_BY_DEFAULT)
-SESSION_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES", SECURE_BY_DEFAULT)
+SECURE_SSL_REDIRECT = env.boolean("DJANGO_SECURE_SSL_REDIRECT", SECURE_BY_DEFAULT)
+SESSION_COOKIE_SECURE = env.boolean("DJANGO_SECURE_COOKIES", SECURE_BY_DEFAULT)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
-SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "31536000" if SECURE_BY_DEFAULT else "0"))
-SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_BY_DEFAULT)
+SECURE_HSTS_SECONDS = env.integer("DJANGO_SECURE_HSTS_SECONDS", 31536000 if SECURE_BY_DEFAULT else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.boolean("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_BY_DEFAULT)
 # The preload flag in the header only makes the site eligible for browsers' HSTS preload list.
-SECURE_HSTS_PRELOAD = _env_bool("DJANGO_SECURE_HSTS_PRELOAD", SECURE_BY_DEFAULT)
+SECURE_HSTS_PRELOAD = env.boolean("DJANGO_SECURE_HSTS_PRELOAD", SECURE_BY_DEFAULT)
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env.text("LOG_LEVEL", "INFO")},
 }
 
 
@@ -266,16 +259,16 @@ INSTALLED_APPS.append("accounts")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "account"
 LOGOUT_REDIRECT_URL = "home"
-EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND") or (
+EMAIL_BACKEND = env.text("DJANGO_EMAIL_BACKEND") or (
     "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend")
-EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "localhost")
-EMAIL_PORT = int(os.environ.get("DJANGO_EMAIL_PORT", "25"))
-EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
-EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
-EMAIL_USE_TLS = os.environ.get("DJANGO_EMAIL_USE_TLS", "0").strip().lower() in {"1", "true", "yes", "on"}
-DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "Kernel archive <noreply@localhost>")
+EMAIL_HOST = env.text("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = env.integer("DJANGO_EMAIL_PORT", 25)
+EMAIL_HOST_USER = env.text("DJANGO_EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env.text("DJANGO_EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env.boolean("DJANGO_EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env.text("DJANGO_DEFAULT_FROM_EMAIL", "Kernel archive <noreply@localhost>")
 # A sign-up link works this long; an account whose link expired unused is deleted at the next sign-up.
-ACCOUNT_VERIFY_MAX_AGE_S = int(float(os.environ.get("ARCHIVE_ACCOUNT_VERIFY_HOURS", "72")) * 3600)
+ACCOUNT_VERIFY_MAX_AGE_S = int(env.number("ARCHIVE_ACCOUNT_VERIFY_HOURS", 72.0) * 3600)
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -2,18 +2,21 @@
 for it (loading all-MiniLM-L6-v2 and its first encode take seconds on the 2-core machine).
 
 archive_site/wsgi.py and asgi.py call warm_up() when a server (gunicorn, runserver) imports them,
-once per worker process. ARCHIVE_SEARCH_WARM_UP=0 turns it off (a process that serves no search).
+once per worker process. ARCHIVE_SEARCH_WARM_UP=0 (settings.SEARCH_WARM_UP) turns it off (a process
+that serves no search).
 """
 import logging
 import os
 import time
+
+from django.conf import settings
 
 logger = logging.getLogger(__name__)
 
 
 def warm_up() -> float | None:
     """Load the model, encode one query and open the index; seconds taken, None when turned off."""
-    if os.environ.get("ARCHIVE_SEARCH_WARM_UP", "1").strip().lower() in ("0", "false", "no", "off"):
+    if not settings.SEARCH_WARM_UP:
         return None
     from . import storage
     from .embedding import embed_texts

@@ -1,0 +1,64 @@
+"""The one reader of the environment for settings (archive_site/settings.py), with one rule
+per type. Apps never read os.environ for configuration: they read django.conf.settings.
+
+Booleans: 1, true, yes, on are true; 0, false, no, off and the empty string are false (any
+case, surrounding spaces ignored); anything else stops the start-up naming the variable,
+rather than guessing. Unset means the default. Lists are comma-separated, blanks dropped.
+
+What still reads os.environ elsewhere is not the site's configuration: variables of libraries
+(HF_HUB_OFFLINE, HF_TOKEN), of the process (CUDA_VISIBLE_DEVICES names the worker's GPU) and of
+the Django-free verifier, which runs where no settings exist (KB_* in verifier/).
+"""
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+TRUE = {"1", "true", "yes", "on"}
+FALSE = {"0", "false", "no", "off", ""}
+
+
+def is_set(name: str) -> bool:
+    return name in os.environ
+
+
+def text(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def boolean(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    word = value.strip().lower()
+    if word in TRUE:
+        return True
+    if word in FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r}: expected one of 1, true, yes, on or 0, false, no, off")
+
+
+def integer(name: str, default: int) -> int:
+    return _number(name, default, int)
+
+
+def number(name: str, default: float) -> float:
+    return _number(name, default, float)
+
+
+def path(name: str, default) -> Path:
+    return Path(os.environ.get(name) or default)
+
+
+def comma_list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def _number(name, default, kind):
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    try:
+        return kind(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected {'an integer' if kind is int else 'a number'}") from None

@@ -1,0 +1,62 @@
+"""One reader of the environment for settings (archive_site/env.py), one boolean rule; no product
+module outside it reads the site's configuration from os.environ."""
+import ast
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from archive_site import env
+
+ROOT = Path(__file__).resolve().parents[1]
+# Variables that are not the site's settings: a library's, the process's (docs in archive_site/env.py).
+NOT_SETTINGS = {"HF_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "CUDA_VISIBLE_DEVICES",
+                "DJANGO_SETTINGS_MODULE", "HARNESS_STAGE_FILE"}
+
+
+@pytest.mark.parametrize("value, expected", [("1", True), ("true", True), (" Yes ", True), ("ON", True),
+                                             ("0", False), ("false", False), ("no", False), ("off", False),
+                                             ("", False)])
+def test_one_boolean_rule(monkeypatch, value, expected):
+    monkeypatch.setenv("ARCHIVE_TEST_FLAG", value)
+    assert env.boolean("ARCHIVE_TEST_FLAG", not expected) is expected
+
+
+def test_a_boolean_it_cannot_read_stops_the_start_naming_the_variable(monkeypatch):
+    monkeypatch.setenv("ARCHIVE_TEST_FLAG", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="ARCHIVE_TEST_FLAG='maybe'"):
+        env.boolean("ARCHIVE_TEST_FLAG", True)
+    monkeypatch.delenv("ARCHIVE_TEST_FLAG")
+    assert env.boolean("ARCHIVE_TEST_FLAG", True) is True
+
+
+def test_numbers_lists_and_paths(monkeypatch):
+    monkeypatch.setenv("ARCHIVE_TEST_N", "12")
+    monkeypatch.setenv("ARCHIVE_TEST_LIST", " a, ,b ")
+    assert env.integer("ARCHIVE_TEST_N", 3) == 12 and env.number("ARCHIVE_TEST_N", 1.0) == 12.0
+    assert env.comma_list("ARCHIVE_TEST_LIST") == ["a", "b"]
+    assert env.integer("ARCHIVE_TEST_UNSET", 3) == 3 and str(env.path("ARCHIVE_TEST_UNSET", "/x")) == "/x"
+    monkeypatch.setenv("ARCHIVE_TEST_N", "twelve")
+    with pytest.raises(ImproperlyConfigured, match="ARCHIVE_TEST_N"):
+        env.integer("ARCHIVE_TEST_N", 3)
+
+
+def _environment_reads(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            target = node.func.value
+            reads = (node.func.attr in ("get", "setdefault") and isinstance(target, ast.Attribute)
+                     and target.attr == "environ") or node.func.attr == "getenv"
+            if reads and isinstance(node.args[0], ast.Constant):
+                yield node.lineno, node.args[0].value
+
+
+def test_settings_are_read_only_through_the_reader():
+    found = []
+    for package in ("kernels", "search", "evaluator", "archive_site", "web", "accounts"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path == ROOT / "archive_site" / "env.py":
+                continue
+            found += [f"{path.relative_to(ROOT)}:{line} reads {name}" for line, name in _environment_reads(path)
+                      if name not in NOT_SETTINGS]
+    assert found == []
