@@ -4,7 +4,8 @@
 
 Inputs (all in the repository, except the shared sample, read only for kernel identities:
 names and sha256s, never code):
-- the demo archive: evaluator/demo_archive/demo_archive.jsonl and demo_harness_results.json
+- the demo archive: evaluator/demo_archive/demo_archive.jsonl and its harness documents,
+  tests/fixtures/demo_archive/demo_harness_results.json (generated data lives out of the packages)
   (per kernel the harness's timed document when it passed, else its untimed one);
 - the shared sample's H200 runs: tests/fixtures/h200/sample_subset_reverify.json (full
   documents, harness 1.0.0), worker_e2e.json and worker_session3.json (the worker's stored
@@ -29,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 VERIFIER_NAME = "kernel-archive project (H200 campaigns)"
 DEMO_ARCHIVE = REPO / "evaluator" / "demo_archive" / "demo_archive.jsonl"
-DEMO_RESULTS = REPO / "evaluator" / "demo_archive" / "demo_harness_results.json"
+DEMO_RESULTS = REPO / "tests" / "fixtures" / "demo_archive" / "demo_harness_results.json"
 DEMO_BUILD_LOG = REPO / "evaluator" / "demo_archive" / "build_log.json"
 FIXTURES = REPO / "tests" / "fixtures" / "h200"
 DEFAULT_SAMPLE = REPO.parent / "shared" / "data" / "sakana_archive_subset.jsonl"

@@ -19,7 +19,7 @@ from kernels.models import Kernel, Task
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = ROOT / "evaluator" / "demo_archive"
 SHIPPED = DEMO_DIR / "demo_archive.jsonl"
-SHIPPED_RESULTS = DEMO_DIR / "demo_harness_results.json"
+SHIPPED_RESULTS = Path(__file__).resolve().parents[1] / "fixtures" / "demo_archive" / "demo_harness_results.json"
 CPU_MANIFEST = Path(__file__).resolve().parent / "demo_cpu_manifest.json"
 BUILD_COMMAND = "python -m evaluator.demo_archive.build --device cuda --out evaluator/demo_archive"
 
