@@ -3,7 +3,8 @@
 Every stored page carries the archive's version, a token that archive_changed() replaces
 when an import commits or a verification changes a kernel's verified state
 (kernels/services.py); a page of another version is never served. One cache round trip
-reads the version and the page together. Off when settings.PAGE_CACHE_SECONDS is 0, the
+reads the version and the page together. The selectors' cached reads (menus, overview, trust
+figures) use the keys named here, so this module imports no selector. Off when settings.PAGE_CACHE_SECONDS is 0, the
 default without Redis: a per-process cache would not see another process's change (the
 importer, the worker). Requests carrying a session cookie (signed-in users) and anything
 but a GET are never cached; a response that sets a cookie is never stored.
@@ -21,6 +22,11 @@ from django.http import HttpResponse
 
 VERSION_KEY = "kernels:archive_version"
 PAGE_KEY_PREFIX = "kernels:page:"
+# Reads cached under fixed keys by the selectors, dropped with every new version.
+HARDWARE_CACHE_KEY = "kernels:hardware_names"
+LEVELS_CACHE_KEY = "kernels:task_levels"
+OVERVIEW_CACHE_KEY = "kernels:archive_overview"
+TRUST_CACHE_KEY = "kernels:trust_overview"
 
 
 def archive_changed() -> None:
@@ -30,9 +36,6 @@ def archive_changed() -> None:
 
 
 def _new_version() -> str:
-    from .selectors import HARDWARE_CACHE_KEY, LEVELS_CACHE_KEY, OVERVIEW_CACHE_KEY
-    from .trust_selectors import TRUST_CACHE_KEY
-
     version = uuid.uuid4().hex
     cache.set(VERSION_KEY, version, None)
     cache.delete_many([HARDWARE_CACHE_KEY, LEVELS_CACHE_KEY, OVERVIEW_CACHE_KEY, TRUST_CACHE_KEY])

@@ -18,6 +18,9 @@ from django.shortcuts import get_object_or_404
 from . import ranking
 from .leaderboard_query import LeaderboardQuery
 from .models import Kernel, Task, TaskVersion, Verification
+from .page_cache import (
+    HARDWARE_CACHE_KEY, LEVELS_CACHE_KEY, OVERVIEW_CACHE_KEY, archive_version, cache_is_shared,
+)
 
 FAST_P_THRESHOLDS = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 # Columns a kernel list shows: everything but the code and the error log.
@@ -49,11 +52,8 @@ LIST_ORDER = {
     "best": ranking.BEST_ORDER,
 }
 BINS_PER_OCTAVE = 4  # speedup histogram: quarter-octave bins
-HARDWARE_CACHE_KEY = "kernels:hardware_names"
 HARDWARE_CACHE_SECONDS = 300
-OVERVIEW_CACHE_KEY = "kernels:archive_overview"
 OVERVIEW_CACHE_SECONDS = 60
-LEVELS_CACHE_KEY = "kernels:task_levels"
 COUNT_CACHE_SECONDS = 300  # counts and best ids; an import or verification replaces them at once
 
 
@@ -118,8 +118,6 @@ def leaderboard_page(query: LeaderboardQuery) -> Page:
 
 
 def _kept_per_archive_version(kind: str, key: tuple, compute):
-    from .page_cache import archive_version, cache_is_shared
-
     if not cache_is_shared():  # another process's import would not reach this process's copy
         return compute()
     digest = hashlib.sha256(repr(key).encode()).hexdigest()

@@ -6,9 +6,9 @@ from django.db.models import Count, Q
 from django.urls import reverse
 
 from .models import Kernel
+from .page_cache import TRUST_CACHE_KEY
 from .verdicts import decode_names, failure_kind, flag_kind
 
-TRUST_CACHE_KEY = "kernels:trust_overview"
 TRUST_CACHE_SECONDS = 60
 MAX_SCATTER_POINTS = 5000
 

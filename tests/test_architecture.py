@@ -145,3 +145,76 @@ def test_the_owner_check_reports_a_foreign_write(tmp_path):
         "    Verification.objects.filter(id__in=ids).update(status='queued')\n"
         "    Profile.objects.update_or_create(kernel_id=1, defaults={})\n")
     assert foreign_writes(tmp_path) == ["evaluator/services.py:3 writes Profile (owned by kernels)"]
+
+
+# No import circles between modules, hidden in functions or not. The one allowed: an app's Huey
+# tasks call its services, and its services enqueue those tasks once a transaction commits.
+ALLOWED_CIRCLES = [["evaluator.services", "evaluator.tasks"], ["search.services", "search.tasks"]]
+
+
+def _module_graph(root: Path, packages) -> dict:
+    modules = {}
+    for package in packages:
+        for path in (root / package).rglob("*.py"):
+            if "migrations" not in path.parts:
+                modules[_module_name(path, root)] = path
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom):  # `from . import selectors` names a module too
+                package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                base = (".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+                        if node.level else node.module)
+                targets.update(f"{base}.{alias.name}" for alias in node.names)
+        targets.update(module for _, module in imported_modules(path, root))
+        graph[name] = set()
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name and not name.startswith(target + "."):
+                graph[name].add(target)
+    return graph
+
+
+def import_circles(root: Path, packages=("kernels", "search", "evaluator", "archive_site", "web", "accounts")):
+    """Strongly connected groups of more than one module (Tarjan), each sorted."""
+    graph, index, low, stack, on_stack, circles = _module_graph(root, packages), {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(circles)
+
+
+def test_no_import_circles_but_services_and_their_tasks():
+    assert import_circles(ROOT) == ALLOWED_CIRCLES
+
+
+def test_the_circle_check_sees_a_circle_hidden_in_a_function(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "page_cache.py").write_text("def f():\n    from .selectors import KEY\n")
+    (tmp_path / "kernels" / "selectors.py").write_text("from . import page_cache\n")
+    (tmp_path / "kernels" / "views.py").write_text("from .selectors import x\n")
+    assert import_circles(tmp_path, ["kernels"]) == [["kernels.page_cache", "kernels.selectors"]]
