@@ -11,6 +11,8 @@ costs at most REGEX_TIMEOUT_S per kernel and the search stops at a total budget 
 """
 import re
 from dataclasses import dataclass, field
+from re import _constants as sre  # the parser behind `re` (Python 3.11; sre_parse is its deprecated alias)
+from re import _parser as sre_parse
 
 import regex
 
@@ -23,13 +25,6 @@ SNIPPET_LINES = 3
 SNIPPET_MAX_CHARS = 240
 _REPEAT_COUNT = re.compile(r"\{\s*(\d+)\s*(?:,\s*(\d*)\s*)?\}")
 _INLINE_IGNORECASE = re.compile(r"\(\?[a-zA-Z]*i[a-zA-Z-]*[:)]")
-
-try:  # Python 3.11+: the parser behind `re`; sre_parse is its deprecated alias
-    from re import _parser as sre_parse
-    from re import _constants as sre
-except ImportError:  # pragma: no cover
-    import sre_constants as sre
-    import sre_parse
 
 
 class InvalidPattern(ValueError):
