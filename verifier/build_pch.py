@@ -25,8 +25,20 @@ BUILD_TIMEOUT_S = 600
 
 
 def pch_dir_for(build_dir):
-    """Beside the build cache, not inside it: the runner may write the build cache."""
-    return os.path.abspath(build_dir).rstrip(os.sep) + "-pch"
+    """Beside the build cache, not inside it: the runner may write the build cache.
+    ``KB_HARNESS_PCH_DIR`` names one folder for many build caches (a test session whose tests
+    each build into a folder of their own); it is ignored when it and the build cache overlap."""
+    build = os.path.abspath(build_dir).rstrip(os.sep)
+    shared = os.environ.get("KB_HARNESS_PCH_DIR")
+    if shared:
+        shared = os.path.abspath(shared).rstrip(os.sep)
+        if not _overlap(shared, build):
+            return shared
+    return build + "-pch"
+
+
+def _overlap(a, b):
+    return a == b or a.startswith(b + os.sep) or b.startswith(a + os.sep)
 
 
 def _cxx_standard():

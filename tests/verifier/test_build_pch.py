@@ -68,12 +68,19 @@ def test_a_cpu_build_uses_the_judges_precompiled_header_past_a_stale_lock(tmp_pa
     assert "no work to do" in again["log"] and "c++ -MMD" not in again["log"]
 
 
-def test_the_precompiled_header_is_outside_what_the_runner_may_write(tmp_path):
+def test_the_precompiled_header_is_outside_what_the_runner_may_write(tmp_path, monkeypatch):
     build_dir = str(tmp_path / "builds")
+    monkeypatch.delenv("KB_HARNESS_PCH_DIR", raising=False)
     pch = build_pch.pch_dir_for(build_dir)
     # the runner's landlock rules allow writes beneath its scratch folder and the build folder
     assert not (pch + os.sep).startswith(os.path.abspath(build_dir) + os.sep)
     assert os.path.dirname(pch) == str(tmp_path)
+    # one folder for many build caches (the test session's), but never one inside a build cache
+    monkeypatch.setenv("KB_HARNESS_PCH_DIR", str(tmp_path / "shared-pch"))
+    assert build_pch.pch_dir_for(build_dir) == str(tmp_path / "shared-pch")
+    for overlapping in (build_dir, build_dir + "/pch", str(tmp_path)):
+        monkeypatch.setenv("KB_HARNESS_PCH_DIR", overlapping)
+        assert build_pch.pch_dir_for(build_dir) == pch, overlapping
 
 
 def test_the_flags_are_load_inlines_for_a_cpu_extension():

@@ -50,7 +50,7 @@ def cpu_suite_docs():
     env = dict(os.environ, PYTHONPATH=str(ROOT), MAX_JOBS="1")
 
     def run(entry):
-        ref, cand, fn = gpu_campaign.entry_paths(entry)
+        ref, cand, fn = gpu_campaign.entry_paths(entry, "cpu")
         argv = gpu_campaign.harness_argv(ref, cand, entry["kind"], "cpu", build_dir, fn, bool(entry.get("timing")),
                                          ["--no-compile", "--time-budget", "2"])
         return entry["name"], gpu_campaign.run_one(argv, 900, env)
