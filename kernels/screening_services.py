@@ -1,7 +1,9 @@
 """Writes of screening (kernels/screening.py): suspected_* flags onto kernels, at import and on demand.
 
-The static scan is the harness's own (verifier/static_scan.py), so screening and the harness
-read a source the same way. Profiles are the archive's (origin "archive"): what the archive
+The static scan is the harness's own (verifier/static_scan.py), run through
+kernels/screening_scan.py: the same findings, computed fast enough for a 30,000-kernel import, so
+screening and the harness read a source the same way. A source is scanned once however many
+kernels share it (same code, same kind), and only kernels whose flags change are written. Profiles are the archive's (origin "archive"): what the archive
 already holds, no GPU needed.
 """
 import logging
@@ -9,6 +11,7 @@ import logging
 from django.db import transaction
 from django.db.models import Count, Prefetch, Q
 
+from .ingest.records import code_sha256
 from .models import Kernel, Profile
 from .page_cache import archive_changed
 from .screening import screen_profiles, screen_source
@@ -23,7 +26,7 @@ MIN_PROFILED = 2
 
 def kernel_screening_refresh(*, kernel_ids=None) -> int:
     """Screen these kernels (all when None) and store their flags. Returns how many are suspected."""
-    from verifier.static_scan import scan  # here: it loads torch, which only screening needs
+    from .screening_scan import scan  # here: it loads torch (the verifier's checks), which only screening needs
 
     kernels = Kernel.objects.all() if kernel_ids is None else Kernel.objects.filter(id__in=list(kernel_ids))
     expected = _ncu_expected_by_archive(kernels)
@@ -32,13 +35,17 @@ def kernel_screening_refresh(*, kernel_ids=None) -> int:
                                                         kind__in=[Profile.Kind.NCU, Profile.Kind.TORCH])
                         .only("id", "kernel_id", "kind", "parsed"))
     suspected = 0
-    batch = []
-    rows = kernels.only("id", "kind", "code", "claimed_correct", "source_archive").prefetch_related(profiles)
+    batch, source_flags = [], {}
+    rows = kernels.only("id", "kind", "code", "claimed_correct", "source_archive",
+                        "screening_flags", "suspected").prefetch_related(profiles)
     with transaction.atomic():
         for kernel in rows.iterator(chunk_size=BATCH_SIZE):
             by_kind = {profile.kind: profile.parsed for profile in kernel.archive_profiles}
             try:
-                flags = screen_source(kernel.code, kernel.kind, scan) + screen_profiles(
+                source = (code_sha256(kernel.code), kernel.kind)  # the code itself: a stored sha may be stale
+                if source not in source_flags:
+                    source_flags[source] = screen_source(kernel.code, kernel.kind, scan)
+                flags = [dict(flag) for flag in source_flags[source]] + screen_profiles(
                     code=kernel.code, claimed_correct=kernel.claimed_correct,
                     torch_profile=by_kind.get(Profile.Kind.TORCH) or None,
                     ncu_profile=by_kind.get(Profile.Kind.NCU) or None,
@@ -46,8 +53,10 @@ def kernel_screening_refresh(*, kernel_ids=None) -> int:
             except Exception:  # a scanner bug on odd archive text must not refuse an import
                 log.exception("screening kernel %s failed; left unscreened", kernel.id)
                 continue
+            suspected += bool(flags)
+            if kernel.screening_flags == flags and kernel.suspected == bool(flags):
+                continue  # stored as it is (a new kernel with nothing to suspect): no write
             kernel.screening_flags, kernel.suspected = flags, bool(flags)
-            suspected += kernel.suspected
             batch.append(kernel)
             if len(batch) >= BATCH_SIZE:
                 Kernel.objects.bulk_update(batch, ["screening_flags", "suspected"])
