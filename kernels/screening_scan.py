@@ -36,8 +36,8 @@ def strip_cpp_comments(src: str) -> str:
 
 def _blank_comment(match) -> str:
     token = match.group()
-    if token[0] == "/":
-        return harness._blank(token)
+    if token[0] == "/":  # harness._blank: spaces for every character but newlines
+        return "\n".join(" " * len(line) for line in token.split("\n"))
     return token
 
 

@@ -6,6 +6,8 @@ labels are what pages show.
 """
 import re
 
+from .regex_prefilter import could_match, literal_first
+
 TECHNIQUES: dict[str, tuple[str, str]] = {
     # tag: (label, pattern)
     "shared_memory_tiling": ("shared-memory tiling", r"__shared__"),
@@ -33,7 +35,8 @@ def strip_comments_and_strings(code: str) -> str:
 def detect_techniques(code: str) -> list[str]:
     """Tags whose pattern occurs in the code, in the order of TECHNIQUES."""
     body = strip_comments_and_strings(code)
-    return [tag for tag, pattern in _COMPILED.items() if pattern.search(body)]
+    # The same search, skipped where a string every match contains is absent (regex_prefilter).
+    return [tag for tag, pattern in _COMPILED.items() if could_match(pattern, body) and literal_first(pattern).search(body)]
 
 
 def encode_tags(tags: list[str]) -> str:
