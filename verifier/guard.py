@@ -134,9 +134,26 @@ if TorchDispatchMode is not None:
     class OpRecorder(TorchDispatchMode):
         """Counts aten ops by name (``mm``, ``convolution``...) issued inside the block."""
 
+        @classmethod
+        def _should_skip_dynamo(cls):
+            # torch wraps a mode's handler in dynamo.disable so that a compiled region does not
+            # trace into it; the wrapper imports torch._dynamo at the first op (over a second of
+            # CPU per runner). Without dynamo loaded no region can be compiling, so the wrapper
+            # would change nothing: it is asked for only when dynamo is there already (a candidate
+            # that compiles), checked when the class is made and each time it is entered.
+            return "torch._dynamo" in sys.modules
+
         def __init__(self):
             super().__init__()
             self.counts = {}
+
+        def __enter__(self):
+            cls = type(self)
+            handler = cls.__dict__["__torch_dispatch__"]
+            if cls._should_skip_dynamo() and not hasattr(handler, "__wrapped__"):
+                # dynamo came after the class was made: wrap the handler now, as torch would have
+                cls.__torch_dispatch__ = torch._disable_dynamo(handler, recursive=True)
+            return super().__enter__()
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = getattr(func, "__name__", str(func)).split(".")[0]

@@ -220,3 +220,26 @@ def test_judge_2_1_on_the_h200_catches_the_timing_cheats_when_timed():
     assert timer["timings"]["candidate"]["median_ms"] > 20  # its 20 ms are in the figure: nothing forged
     passed = [n for n, d in data["documents"].items() if by_name[n].get("honest") and d["verdict"] == "passed"]
     assert len(passed) >= 4
+
+
+OP_RECORDER_H200 = ROOT / "tests" / "fixtures" / "h200" / "op_recorder_subset.json"
+
+
+def test_the_op_recorder_without_dynamo_on_the_h200():
+    """scripts/gpu_cheat_subset.sh on an H200 after the op recorder stopped importing
+    torch._dynamo (verifier/guard.py): the entries it judges (library calls, mode detection) and
+    the honest kernels, timed, behave as the manifest says, and it still saw the reference's mm."""
+    data = json.loads(OP_RECORDER_H200.read_text())
+    assert data["device"] == "cuda" and data["versions"]["gpu"] == "NVIDIA H200"
+    by_name = {e["name"]: e for e in ENTRIES}
+    docs = data["documents"]
+    assert len(docs) == 11 and all(row["ok"] for row in data["summary"])
+    for name, doc in docs.items():
+        assert gpu_campaign.judge(by_name[name], doc)["ok"], name
+    assert {row["name"] for row in data["summary"] if row["phase"] == "B"} == \
+        {name for name in docs if by_name[name].get("honest") and by_name[name].get("timing")}
+    for name in ("reference_call_py", "library_matmul_cu"):
+        ops = docs[name]["checks"]["runner"]["dispatched_ops"]
+        assert ops["reference_ops"] == {"mm": 1} and ops["all_reused"], name
+    assert docs["honest_matmul_cu"]["checks"]["runner"]["dispatched_ops"]["candidate_ops"] == {}
+    assert "dynamo loaded: False" in data["recorder_smoke"]

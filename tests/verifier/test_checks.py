@@ -117,6 +117,33 @@ def test_op_recorder_and_library_verdict():
     assert not guard.library_verdict(ref_rec.counts, glue_rec.counts)["all_reused"]
 
 
+def test_op_recorder_loads_no_dynamo_and_wraps_its_handler_once_a_candidate_has():
+    """In a fresh process (this one may have dynamo loaded by other tests): counting ops does not
+    import torch._dynamo (over a second per runner), and once dynamo is there the handler is
+    kept out of compiled regions as torch does it, and a compiled call is still counted."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import sys, torch\n"
+        "from verifier import guard\n"
+        "x = torch.randn(8)\n"
+        "with guard.OpRecorder() as rec:\n"
+        "    torch.relu(x)\n"
+        "handler = lambda: guard.OpRecorder.__dict__['__torch_dispatch__']\n"
+        "print(rec.counts.get('relu'), 'torch._dynamo' in sys.modules, hasattr(handler(), '__wrapped__'))\n"
+        "compiled = torch.compile(lambda a: a.relu() + 1, backend='eager')\n"
+        "with guard.OpRecorder() as rec:\n"
+        "    out = compiled(x)\n"
+        "print(rec.counts.get('relu'), torch.equal(out, x.relu() + 1), hasattr(handler(), '__wrapped__'))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:2] == ["1 False False", "1 True True"], done.stdout
+
+
 def test_perturb_rows_keeps_row_multiset():
     import random
 
