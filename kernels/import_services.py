@@ -9,6 +9,8 @@ Every kernel lands on its task (named from the catalog) and on the task version 
 belongs to; every row becomes a Claim of its source on its GPU, so the same code from two
 sources (or GPUs) is one kernel with two claims.
 """
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,9 +81,26 @@ def archive_import_file(
     if source is None:
         source = open_source(path, ImportOptions(hardware=hardware, problems=problems, baseline=baseline))
     try:
-        return _import_source(source, schema, source_archive, progress, rows_without_kernel)
+        with _cycle_collector_paused():
+            return _import_source(source, schema, source_archive, progress, rows_without_kernel)
     finally:
         source.close()
+
+
+@contextmanager
+def _cycle_collector_paused():
+    """An import makes millions of short-lived objects (each profile's syntax tree, the model
+    instances of each batch) that reference counting frees; the cycle collector, run on their
+    allocation counts, walked every long-lived object of the process over and over (about 100
+    full collections for 30,000 rows, 13 % of the CPU at 10,000). Paused for the import (the
+    whole process: memory held by cycles waits for the import's end), restored as it was."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _import_source(source: Source, schema: str, source_archive: str | None, progress,
