@@ -12,6 +12,13 @@ from pathlib import Path
 
 import pytest
 
+# One OpenMP thread a process, for the tests and every judge, runner and worker they start
+# (before torch is imported here). The suite runs several torch processes on 2 cores; with a
+# thread per core each, OpenMP's spin-waiting threads starve the others' wake-ups: it cost the
+# CPU cheat suite about a third of its CPU time and made an honest kernel's clock check see
+# 17 ms a call that no kernel spent. Nothing the tests check depends on intra-op threads.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 from tests import archive_fixture
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -139,7 +139,9 @@ def test_api_errors_keep_the_api_shape(live_server, archive):
     for path, status in (("/api/nonsense/", 404), ("/api/kernels/99999/", 404), ("/api/leaderboard/?page=999", 404)):
         with pytest.raises(urllib.error.HTTPError) as failure:
             urllib.request.urlopen(live_server.url + path)
-        assert failure.value.code == status and set(json.loads(failure.value.read())) == {"detail"}
+        body = json.loads(failure.value.read())  # the API's one error shape (web/api_errors.py)
+        assert failure.value.code == status and set(body) == {"detail", "code", "errors"}, body
+        assert body["code"] == "not_found" and body["detail"]
 
 
 def _overflow(page) -> dict:

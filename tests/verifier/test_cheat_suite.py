@@ -45,7 +45,9 @@ def test_manifest_covers_every_design_row():
 
 @pytest.fixture(scope="session")
 def cpu_suite_docs():
-    """Run every CPU entry once (two at a time), sharing one extension build cache."""
+    """Run every CPU entry once, sharing one extension build cache: the untimed ones two at a
+    time, then the timed ones one at a time (as gpu_campaign's phase B does), so a judge's clock
+    check is not measuring the other judge of this fixture."""
     build_dir = os.environ.get("KB_HARNESS_TEST_BUILD_DIR") or harness_build.default_build_dir()
     env = dict(os.environ, PYTHONPATH=str(ROOT), MAX_JOBS="1")
 
@@ -55,8 +57,11 @@ def cpu_suite_docs():
                                          ["--no-compile", "--time-budget", "2"])
         return entry["name"], gpu_campaign.run_one(argv, 900, env)
 
+    untimed = [e for e in CPU_ENTRIES if not e.get("timing")]
     with cf.ThreadPoolExecutor(max_workers=int(os.environ.get("KB_CHEAT_SUITE_JOBS", "2"))) as pool:
-        return dict(pool.map(run, CPU_ENTRIES))
+        docs = dict(pool.map(run, untimed))
+    docs.update(run(e) for e in CPU_ENTRIES if e.get("timing"))
+    return docs
 
 
 @pytest.mark.slow
