@@ -188,32 +188,52 @@ def python_ops(text):
     return {n for n in names if n and n not in _GLUE_OPS}
 
 
-def scan(src, kind, device, reference_src=None):
+# The scan's yes/no questions, each as alternatives (the text has one of them somewhere).
+HAS_KERNEL = [r"__global__", r"\basm\s*(?:volatile\s*)?\(", r"\btriton\.jit\b", r"RawKernel", r"cuda\.jit"]
+HAS_LOOP = [r"\bfor\s*\(", r"\bwhile\s*\(", r"parallel_for", r"#pragma\s+omp"]
+BUILDS = [r"load_inline", r"cpp_extension", r"\bload\s*\(", r"triton", r"cupy", r"numba"]
+
+
+class Finder:
+    """How the scan looks for its patterns: with ``re``, each pattern over the whole text. The
+    import's screening passes one that skips patterns which cannot match and so gives the same
+    answers faster (kernels/screening_scan.py); the judge keeps this one."""
+
+    hits = staticmethod(_hits)
+    strip_cpp_comments = staticmethod(strip_cpp_comments)
+
+    @staticmethod
+    def has_any(alternatives, text):
+        return any(re.search(pattern, text) for pattern in alternatives)
+
+
+def scan(src, kind, device, reference_src=None, finder=Finder):
     """Return (flags, summary) for the candidate source. With ``reference_src``, a ModelNew
     that builds no kernel and calls every op the reference's own code calls is a library
     call presented as a kernel: the judge decides that from text, where no trick at run
     time (hiding from an op recorder) can change it."""
     is_python = kind == "model_new"
-    text = strip_python_comments(src) if is_python else strip_cpp_comments(src)
+    text = strip_python_comments(src) if is_python else finder.strip_cpp_comments(src)
     flags, summary = [], {}
-    lib = _hits([_CPP_LIB, _CPP_METHOD, _VENDOR] + ([_PY_LIB, _PY_METHOD] if is_python else []), text, limit=12)
+    lib = finder.hits([_CPP_LIB, _CPP_METHOD, _VENDOR] + ([_PY_LIB, _PY_METHOD] if is_python else []), text,
+                      limit=12)
     summary["library_ops"] = lib
     if lib:
         flags.append(checks.flag("library_ops_in_source", False,
                                  "library compute calls in the candidate: " + "; ".join(lib), source="static"))
     for name, regexes, why in PATTERNS:
-        hits = _hits(regexes, text)
+        hits = finder.hits(regexes, text)
         summary[name] = hits
         if hits:
             flags.append(checks.flag(name, False, "%s (%s)" % ("; ".join(hits), why), source="static"))
     name, regexes, why = INTERFERENCE
-    hits = _hits(regexes, text)
+    hits = finder.hits(regexes, text)
     summary[name] = hits
     if hits:
         flags.append(checks.flag(name, True, "%s (%s)" % ("; ".join(hits), why), source="static"))
-    has_kernel = bool(re.search(r"__global__|\basm\s*(?:volatile\s*)?\(|\btriton\.jit\b|RawKernel|cuda\.jit", text))
-    has_loop = bool(re.search(r"\bfor\s*\(|\bwhile\s*\(|parallel_for|#pragma\s+omp", text))
-    builds = bool(re.search(r"load_inline|cpp_extension|\bload\s*\(|triton|cupy|numba", text))
+    has_kernel = finder.has_any(HAS_KERNEL, text)
+    has_loop = finder.has_any(HAS_LOOP, text)
+    builds = finder.has_any(BUILDS, text)
     summary.update(has_kernel=has_kernel, has_loop=has_loop)
     if kind == "cuda_forward" and lib:
         kernelless = (not has_kernel) if device == "cuda" else (not has_kernel and not has_loop)

@@ -1,6 +1,6 @@
 """Screening's fast static scan (kernels/screening_scan.py) gives the harness's answer.
 
-The import screens every kernel with kernels.screening_scan.scan, not verifier.static_scan.scan:
+The import screens every kernel with the verifier's scan given screening_scan's finder:
 the same patterns, each skipped only where a string all its matches contain is absent
 (kernels/regex_prefilter.py), and one regex to blank comments. These tests hold the two to the
 same (flags, summary) on every real source we have and on random text, and show screening
