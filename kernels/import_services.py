@@ -25,6 +25,7 @@ from .ingest.readers import Source, UnreadableRow, open_source
 from .ingest.records import KernelRecord
 from .models import Claim, Kernel, Profile
 from .page_cache import archive_changed
+from .screening_services import ImportScreening
 from .techniques import detect_techniques, encode_tags
 
 BATCH_SIZE = 500
@@ -114,6 +115,7 @@ def _import_source(source: Source, schema: str, source_archive: str | None, prog
     to_record, hardware = SCHEMAS[schema].to_record, SCHEMAS[schema].hardware_for(source, source.options)
     summary = ImportSummary(source_archive=source_archive or SCHEMAS[schema].source_name(source), schema=schema)
     state, seen_in_file, batch = CatalogState(), set(), []
+    screening = ImportScreening()
     file_name = source.display_name
 
     with transaction.atomic():
@@ -145,24 +147,25 @@ def _import_source(source: Source, schema: str, source_archive: str | None, prog
                 batch.append(record)
                 if len(batch) >= BATCH_SIZE:
                     kernel_ingest_batch(records=batch, source_archive=summary.source_archive, summary=summary,
-                                        state=state)
+                                        state=state, screening=screening)
                     batch = []
         except UnreadableRow as unreadable:
             summary.rejected.append(unreadable.error)
         if summary.rejected:
             raise IngestError(summary.rejected, rows_read=summary.rows_read)  # rolls the transaction back
         if batch:
-            kernel_ingest_batch(records=batch, source_archive=summary.source_archive, summary=summary, state=state)
-        _after_import(summary)
+            kernel_ingest_batch(records=batch, source_archive=summary.source_archive, summary=summary, state=state,
+                                screening=screening)
+        _after_import(summary, screening)
     return summary
 
 
-def _after_import(summary: ImportSummary) -> None:
-    # Screen the new kernels (static scan, profiles) inside the same transaction: a kernel is
-    # never visible unscreened, so never ranked before its suspicions are known.
-    from .screening_services import kernel_screening_refresh
-
-    kernel_screening_refresh(kernel_ids=summary.added_kernel_ids)
+def _after_import(summary: ImportSummary, screening: ImportScreening) -> None:
+    # The new kernels were screened (static scan, profiles) as each batch was written, inside
+    # this transaction: a kernel is never visible unscreened, so never ranked before its
+    # suspicions are known. What needs the whole archive is checked now.
+    if summary.added_kernel_ids:
+        screening.finish(summary.source_archive)
     # Other apps' work on new kernels (search embeds and indexes them once this commits).
     if summary.added_kernel_ids:
         kernels_added.send(sender=ImportSummary, kernel_ids=list(summary.added_kernel_ids))
@@ -172,11 +175,12 @@ def _after_import(summary: ImportSummary) -> None:
 
 def kernel_ingest_batch(
     *, records: list[KernelRecord], source_archive: str, summary: ImportSummary | None = None,
-    state: CatalogState | None = None,
+    state: CatalogState | None = None, screening: ImportScreening | None = None,
 ) -> ImportSummary:
     """Write validated records: tasks and versions they need, kernels not stored yet (same task,
     same code hash: the same kernel, whatever the source) with their profiles, and one claim per
-    record unless this source already claimed that kernel on that GPU."""
+    record unless this source already claimed that kernel on that GPU. With `screening`, each new
+    kernel is written with its screening flags (its `finish` is the caller's, after the last batch)."""
     summary = summary if summary is not None else ImportSummary(source_archive=source_archive)
     state = state if state is not None else CatalogState()
     with transaction.atomic():
@@ -193,7 +197,11 @@ def kernel_ingest_batch(
         for key, record, version in zip(keys, records, versions):
             if key not in stored and key not in firsts:
                 firsts[key] = _kernel_from(record, tasks[(record.level, record.task_number)], version, source_archive)
+                if screening is not None:
+                    screening.screen(firsts[key], record.profiles)
         kernels = Kernel.objects.bulk_create(list(firsts.values()), batch_size=BATCH_SIZE)
+        if screening is not None:
+            screening.kernels_written()
         kernel_ids = {**stored, **{key: kernel.id for key, kernel in zip(firsts, kernels)}}
         new_records = {key: record for key, record in zip(keys, records) if key in firsts}
         profiles = [

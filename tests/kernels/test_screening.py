@@ -71,3 +71,16 @@ def test_a_suspect_is_not_ranked_until_a_verification_passes_it(client):
     make_verification(suspect, speedup_eager=2.0)  # the harness passed it: suspicion is outranked
     assert selectors.best_kernel_of_task(task.id).id == suspect.id
     assert "suspected, not proven" not in client.get(f"/kernels/{suspect.id}/").content.decode()
+
+
+def test_import_screens_each_batch_as_the_rows_would_be_screened(sample_path):
+    """The import screens kernels from its records, batch by batch, and runs the archive-wide
+    "no kernel profiled" check at its end; screening the stored rows afterwards changes nothing.
+    Three real archives: the demo archive (that check flags two), the shared sample, CUDA-L1."""
+    archive_import_file(path=REPO / "evaluator" / "demo_archive" / "demo_archive.jsonl")
+    archive_import_file(path=sample_path, hardware="NVIDIA H100")
+    archive_import_file(path=sample_path.parent / "cuda_l1" / "h100_subset.jsonl")
+    at_import = {k.id: (k.screening_flags, k.suspected) for k in Kernel.objects.all()}
+    assert sum(any(f["name"] == "suspected_no_kernel_profiled" for f in flags) for flags, _ in at_import.values()) == 2
+    kernel_screening_refresh()
+    assert {k.id: (k.screening_flags, k.suspected) for k in Kernel.objects.all()} == at_import
