@@ -14,8 +14,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-TRUE = {"1", "true", "yes", "on"}
-FALSE = {"0", "false", "no", "off", ""}
+from web import booleans
 
 
 def is_set(name: str) -> bool:
@@ -30,11 +29,9 @@ def boolean(name: str, default: bool) -> bool:
     value = os.environ.get(name)
     if value is None:
         return default
-    word = value.strip().lower()
-    if word in TRUE:
-        return True
-    if word in FALSE:
-        return False
+    parsed = booleans.parse(value)
+    if parsed is not None:
+        return parsed
     raise ImproperlyConfigured(f"{name}={value!r}: expected one of 1, true, yes, on or 0, false, no, off")
 
 

@@ -7,6 +7,8 @@ links keep working (see docs/pages.md).
 import re
 from dataclasses import dataclass
 
+from web import booleans
+
 from .techniques import TECHNIQUES
 
 # Sort keys: speedups descending (best first), runtime ascending, task in archive order.
@@ -35,8 +37,6 @@ _SORT_ALIASES = {
     "task": "task", "taskid": "task", "level": "task", "leveltask": "task",
     "best": "best", "trusted": "best",
 }
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
 _LEVEL = re.compile(r"^(?:level[_ ]?)?(\d{1,3})$", re.I)
 MAX_TEXT = 200
 MAX_PAGE_SIZE = 200
@@ -96,11 +96,9 @@ def _flag(params, *names: str) -> bool:
         raw = params.get(name)
         if raw is None:
             continue
-        value = raw.strip().lower()
-        if value in _TRUE:
-            return True
-        if value in _FALSE:
-            return False
+        value = booleans.parse(raw)
+        if value is not None:
+            return value
         raise InvalidQuery(f"{name} must be 1 or 0 (true/false), not {raw[:40]!r}")
     return False
 
