@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 
 from verifier import result as result_doc  # noqa: E402
 from verifier import timing_report  # noqa: E402
-from verifier.functional_forms import functional_form_source  # noqa: E402
+from verifier.functional_forms import write_row_sources  # noqa: E402
 
 DEMO_FAST = ("relu_float4_grid_stride", "softmax_warp_shuffle_online", "matmul_shared_tiled_32",
              "tiny_matmul_scaled_tiled", "linear_relu_shared_tiled")
@@ -52,14 +52,7 @@ def kernels(work: Path):
     for line in SAMPLE_ROWS.read_text().splitlines():
         row = json.loads(line)
         name = "sample:L%d:%s" % (row["Level_ID"], row["Kernel_Name"])
-        folder = work / "sources" / name.replace(":", "_")
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "reference.py").write_text(row["PyTorch_Code_Module"])
-        (folder / "kernel.cu").write_text(row["CUDA_Code"])
-        form = functional_form_source(row["Level_ID"], row["Task_ID"], row["Op_Name"])
-        if form:
-            (folder / "functional.py").write_text(form)
-        found.append((name, folder / "reference.py", folder / "kernel.cu", folder / "functional.py" if form else None))
+        found.append((name, *write_row_sources(work / "sources" / name.replace(":", "_"), row)))
     return found
 
 

@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from verifier import result as result_doc  # noqa: E402
 from verifier import sandbox  # noqa: E402
-from verifier.functional_forms import functional_form_source  # noqa: E402
+from verifier.functional_forms import write_row_sources  # noqa: E402
 
 CLAIMED = ("CUDA_Runtime", "PyTorch_Native_Runtime", "PyTorch_Compile_Runtime", "CUDA_Speedup_Native",
            "CUDA_Speedup_Compile", "Correct", "Max_Diff")
@@ -71,14 +71,7 @@ def interleaved(rows, indices):
 
 
 def write_inputs(work, i, row):
-    folder = work / ("row%03d" % i)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "reference.py").write_text(row["PyTorch_Code_Module"])
-    (folder / "kernel.cu").write_text(row["CUDA_Code"])
-    form = functional_form_source(row["Level_ID"], row["Task_ID"], row["Op_Name"])
-    if form:
-        (folder / "functional.py").write_text(form)
-    return folder / "reference.py", folder / "kernel.cu", (folder / "functional.py") if form else None
+    return write_row_sources(work / ("row%03d" % i), row)
 
 
 def judge_argv(paths, device, build_dir, extra):

@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from verifier.functional_forms import functional_form_source, known_forms
+from verifier.functional_forms import functional_form_source, known_forms, write_row_sources
 
 REFERENCES = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench_references"
 
@@ -154,3 +154,15 @@ def test_forward_honours_a_substituted_fn_for_mlp():
     with torch.no_grad():
         shapes = model(x, fn=lambda x, ws, bs: ([tuple(w.shape) for w in ws], [tuple(b.shape) for b in bs]))
     assert shapes == ([(400, 1000), (800, 400), (500, 800)], [(400,), (800,), (500,)])
+
+
+def test_an_archive_row_becomes_the_judges_input_files(tmp_path):
+    level, task, op_name = known_forms()[0]
+    row = {"Level_ID": level, "Task_ID": task, "Op_Name": op_name, "PyTorch_Code_Module": "# reference\n",
+           "CUDA_Code": "// kernel\n"}
+    ref, kernel, functional = write_row_sources(tmp_path / "known", row)
+    assert ref.read_text() == "# reference\n" and kernel.read_text() == "// kernel\n"
+    assert functional.read_text() == functional_form_source(level, task, op_name)
+    # a task whose form we do not ship (or another op under the same number) gets none
+    assert write_row_sources(tmp_path / "other", dict(row, Op_Name=op_name + "_v2"))[2] is None
+    assert not (tmp_path / "other" / "functional.py").exists()

@@ -60,3 +60,15 @@ def functional_form_source(level: int, task: int, op_name: str) -> str | None:
     if _op_name_of(source) != op_name:
         return None
     return source
+
+
+def write_row_sources(folder: Path, row: dict) -> tuple[Path, Path, Path | None]:
+    """An archive row (AI CUDA Engineer schema) as the judge's input files in ``folder``:
+    reference.py, kernel.cu and, where a form is known for its task, functional.py."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "reference.py").write_text(row["PyTorch_Code_Module"])
+    (folder / "kernel.cu").write_text(row["CUDA_Code"])
+    form = functional_form_source(row["Level_ID"], row["Task_ID"], row["Op_Name"])
+    if form:
+        (folder / "functional.py").write_text(form)
+    return folder / "reference.py", folder / "kernel.cu", (folder / "functional.py") if form else None
