@@ -48,6 +48,13 @@ def analyse(doc, ctx):
                                  "cached by input identity/address, not computed from the data"
                                  % ("the previous output again" if refill["identical_to_previous_output"]
                                     else "a wrong output", refill["vs_new_reference"]["reason"])))
+    few = (refill or {}).get("few_elements_changed")
+    if few and few["identical_to_previous_output"] and not few["vs_new_reference"]["passed"] and not const and \
+            not deferred and not garbage and not ctx.has_flag("cached_output"):
+        ctx.add_flag(checks.flag("cached_output", True,
+                                 "the same input buffers with %d elements changed gave the previous output again "
+                                 "(%s): the output is cached by address and a sample of the contents, not computed "
+                                 "from the data" % (few["elements_changed"], few["vs_new_reference"]["reason"])))
     if ctx.device == "cuda":
         order = trials_mod.probe_stream_order(ctx)
         doc["checks"]["stream_order_probe"] = trials_mod._brief(order)

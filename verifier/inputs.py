@@ -46,6 +46,22 @@ def make_inputs(ref_mod, seed, device):
     return map_tensors(inputs, lambda t: t.to(device))
 
 
+def make_timing_inputs(ref_mod, seed, device, on_device):
+    """Inputs for one timed call: the task's ``get_inputs()`` under a seed of its own, so that no
+    timed call sees inputs an earlier call saw, in part or in whole (a kernel that keeps earlier
+    inputs and outputs could otherwise patch the few elements that changed instead of computing).
+    With ``on_device`` the task's tensor factories run on the device itself: the judge and the
+    runner regenerate the same inputs from the seed without copying them, and a large set costs
+    microseconds instead of the host's seconds. The judge checks that the task's inputs come out
+    the same twice before asking for it."""
+    if not on_device:
+        return make_inputs(ref_mod, seed, device)
+    seed_everything(seed)
+    with torch.device(device):
+        inputs = list(ref_mod.get_inputs())
+    return map_tensors(inputs, lambda t: t.to(device))
+
+
 def make_init_inputs(ref_mod):
     fn = getattr(ref_mod, "get_init_inputs", None)
     return list(fn()) if fn is not None else []
@@ -112,28 +128,3 @@ def subsample(t, max_elems=1 << 20):
         step = n // max_elems
         flat = flat[::step][:max_elems]
     return flat.to("cpu", torch.float64)
-
-
-def perturb_rows(inputs, rng):
-    """Swap two elements of one row of the first floating input, in place.
-
-    Used between timed calls so that an output cache keyed on (sampled) contents
-    misses, while the row's multiset of values - and thus the input's validity
-    for the task (row sums, ranges, signs) - is preserved.  Returns a description.
-    """
-    for t in tensors_in(inputs):
-        if not t.is_floating_point() or t.dim() == 0 or not t.is_contiguous():
-            continue
-        cols = t.shape[-1]
-        if cols < 2:
-            continue
-        rows = t.numel() // cols
-        r = rng.randrange(rows)
-        a, b = rng.sample(range(cols), 2)
-        flat = t.view(-1)
-        i, j = r * cols + a, r * cols + b
-        tmp = flat[i].clone()
-        flat[i] = flat[j]
-        flat[j] = tmp
-        return "swapped elements %d and %d" % (i, j)
-    return None

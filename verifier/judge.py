@@ -261,15 +261,15 @@ class _Job:
         else:
             self.stage("timing_setup")
             budget = timing_budget_s if timing_budget_s is not None else (10.0 if device == "cuda" else 3.0)
-            timings, speedup, info, tflags, sets = judge_timing.time_candidate(
+            timings, speedup, info, tflags, inputs = judge_timing.time_candidate(
                 runner=self.runner, ref_model=ref_model, ref_mod=ref_mod, device=device, tol=self.tol,
-                seed_count_sets=4, budget_s=budget, compile_baseline=compile_baseline, rse_target=rse_target,
+                budget_s=budget, compile_baseline=compile_baseline, rse_target=rse_target,
                 start_delay_us=start_delay_us, hold=hold, stage=self.stage)
             doc["timings"], doc["speedup"], doc["checks"]["timing"] = timings, speedup, info
             for f in tflags:
                 self.add(f)
-            if sets is not None and timings.get("candidate", {}).get("median_ms"):
-                self._bandwidth_floor(ref_model, sets[0], timings["candidate"]["median_ms"])
+            if inputs is not None and timings.get("candidate", {}).get("median_ms"):
+                self._bandwidth_floor(ref_model, inputs, timings["candidate"]["median_ms"])
 
     def _trial(self, ref_mod, ref_model, seed, ref_samples, cand_samples):
         gold = inp.make_inputs(ref_mod, seed, self.device)

@@ -1,9 +1,10 @@
 """Timing the judge can believe.
 
 The candidate is timed in the runner, the eager and torch.compile references in the judge,
-in interleaved batches of the same calls. Every call gets inputs no earlier call has seen:
-one of a few base sets with elements replaced as the judge drew them after the candidate
-loaded. For each batch:
+in interleaved batches of the same calls. Every call gets inputs no earlier call has seen, in
+part or in whole: the task's get_inputs() under a seed the judge draws for that call, which the
+runner learns with its batch; the judge regenerates the same inputs for the reference. For each
+batch:
 
 - the runner reports each call's event time and a fingerprint of its output (a dot product
   with random weights the judge chose): every timed output is checked against the
@@ -36,7 +37,7 @@ from .result import flag
 from .timing_report import task_flags  # noqa: F401  the judge adds them once the verdict is known
 
 _perf = time.perf_counter
-PERTURBED_ELEMENTS = 16
+SEED_BOUND = 2 ** 62
 FINGERPRINT_SIGMAS = 8.0
 BATCH_OUTPUT_BYTES = 256 << 20
 MAX_BATCH = 16
@@ -46,33 +47,29 @@ MAX_BATCH = 16
 UNACCOUNTED_ALLOWANCE = {"cuda": (0.5, 0.25), "cpu": (5.0, 1.0)}  # (ms, fraction of the median)
 
 
-def _draw_calls(base_cpu, n_calls, first_round, rng_seed):
-    """[(set index, [(tensor index, positions, values)])] for one batch."""
-    gen = torch.Generator().manual_seed(rng_seed)
-    calls = []
-    for i in range(n_calls):
-        k = (first_round + i) % len(base_cpu)
-        spec = []
-        for ti, t in enumerate(inp.tensors_in(base_cpu[k])):
-            if not t.is_floating_point() or t.numel() < 2:
-                continue
-            n = min(PERTURBED_ELEMENTS, t.numel())
-            positions = torch.randint(0, t.numel(), (n,), generator=gen)
-            donors = torch.randint(0, t.numel(), (n,), generator=gen)
-            spec.append((ti, positions, t.reshape(-1)[donors].clone()))
-        calls.append((k, spec))
-    return calls
+def _seeds(n):
+    """One input seed per call."""
+    return [secrets.randbelow(SEED_BOUND) for _ in range(n)]
 
 
-def _wire_calls(calls):
-    values, tensors = [], []
-    for k, spec in calls:
-        entry = []
-        for ti, positions, vals in spec:
-            entry.append([ti, len(tensors), len(tensors) + 1])
-            tensors += [positions, vals]
-        values.append([k, entry])
-    return values, tensors
+def inputs_on_device(ref_mod, device, probe):
+    """(on_device, how): may the timed calls' inputs be made on the device itself? On a GPU, when
+    the task's get_inputs() runs there, gives what it gives on the host in shape and type, and
+    gives the same bits twice from one seed (the runner regenerates what the judge made)."""
+    if device != "cuda":
+        return False, "get_inputs() on the host under a new seed per call"
+    seed = secrets.randbelow(SEED_BOUND)
+    try:
+        a, b = (inp.make_timing_inputs(ref_mod, seed, device, True) for _ in range(2))
+    except Exception as exc:
+        return False, "get_inputs() on the host under a new seed per call: it fails with the GPU as the default " \
+                      "device (%s: %s)" % (type(exc).__name__, str(exc)[:200])
+    ta, tb, tp = inp.tensors_in(a), inp.tensors_in(b), inp.tensors_in(probe)
+    same_kind = len(ta) == len(tp) and all(x.shape == y.shape and x.dtype == y.dtype for x, y in zip(ta, tp))
+    if not same_kind or len(ta) != len(tb) or not all(inp.equal_bits(x, y) for x, y in zip(ta, tb)):
+        return False, "get_inputs() on the host under a new seed per call: on the GPU it does not give the same " \
+                      "inputs twice from one seed, or not the host's shapes and types"
+    return True, "get_inputs() on the GPU under a new seed per call"
 
 
 def _structure(inputs):
@@ -86,13 +83,12 @@ def _structure(inputs):
     return structure, tensors
 
 
-def channel_round_trip_ms(calls, batch):
+def channel_round_trip_ms(seeds, batch):
     """What a batch's request and answer cost on the channel, measured by the judge alone (a
     thread of its own echoing over a pipe pair): the runner cannot inflate it to hide time."""
     a_read, b_write = os.pipe()
     b_read, a_write = os.pipe()
     near, far = Channel(a_read, a_write), Channel(b_read, b_write)
-    values, wire = _wire_calls(calls)
     answer = {"ms": [0.5] * batch, "host_ms": [0.5] * batch, "fingerprints": [[123.456]] * batch,
               "flags": [{"name": "x", "blocking": False, "evidence": "y" * 200}]}
 
@@ -107,7 +103,7 @@ def channel_round_trip_ms(calls, batch):
     try:
         for i in range(7):
             t0 = _perf()
-            near.send({"type": "batch", "id": i}, wire, values={"calls": values})
+            near.send({"type": "batch", "id": i}, values={"calls": seeds})
             near.recv()
             times.append((_perf() - t0) * 1e3)
     finally:
@@ -149,27 +145,22 @@ def _numbers(values, batch):
             all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in values))
 
 
-def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, budget_s, compile_baseline,
-                   rse_target, start_delay_us, hold, stage=lambda name: None):
-    """Returns (timings, speedup, checks, flags, input sets)."""
+def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile_baseline, rse_target,
+                   start_delay_us, hold, stage=lambda name: None):
+    """Returns (timings, speedup, checks, flags, one input set)."""
     flags = []
     probe = inp.make_inputs(ref_mod, secrets.randbelow(2 ** 31), device)
-    sizes = inp.nbytes(probe)
-    n_sets = max(1, min(seed_count_sets, int((1 << 30) // max(sizes, 1))))
-    set_seeds = [secrets.randbelow(2 ** 31) for _ in range(n_sets)]
-    sets = [inp.make_inputs(ref_mod, s, device) for s in set_seeds]
-    base_cpu = [inp.cpu_copy(s) for s in sets]
     with torch.no_grad():
-        out_bytes = inp.nbytes(inp.as_output_list(ref_model(*inp.clone_inputs(sets[0]))))
+        out_bytes = inp.nbytes(inp.as_output_list(ref_model(*inp.clone_inputs(probe))))
     batch = max(2, min(MAX_BATCH, BATCH_OUTPUT_BYTES // max(out_bytes, 1)))
     weight_seed = secrets.randbelow(2 ** 31)
-    structures, tensors = [], []
-    for s in base_cpu:
-        structure, ts = _structure(s)
-        structures.append([dict(e, tensor=e["tensor"] + len(tensors)) if "tensor" in e else e for e in structure])
-        tensors += ts
-    runner.request("timing_setup", {"sets": structures, "weight_seed": weight_seed,
-                                    "start_delay_us": start_delay_us}, tensors, expect="timing_ready")
+    on_device, inputs_made = inputs_on_device(ref_mod, device, probe)
+
+    def make(seed):
+        return inp.make_timing_inputs(ref_mod, seed, device, on_device)
+
+    runner.request("timing_setup", {"weight_seed": weight_seed, "start_delay_us": start_delay_us,
+                                    "inputs_on_device": on_device}, expect="timing_ready")
     end_to_end = timing.TimedCaller(device, start_delay_us)
     weights = timing.FingerprintWeights(weight_seed, device)
     impls = [("eager", lambda ins: ref_model(*ins))]
@@ -183,19 +174,18 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, 
     else:
         notes["compile"] = "torch.compile baseline disabled"
 
-    def candidate_batch(calls, clock):
-        values, wire = _wire_calls(calls)
+    def candidate_batch(seeds, clock):
         t0 = _perf()
-        answer, _ = runner.request("batch", {"calls": values, "clock": clock}, wire, expect="batch")
+        answer, _ = runner.request("batch", {"calls": seeds, "clock": clock}, expect="batch")
         return answer, (_perf() - t0) * 1e3
 
     # Warm-up: one end-to-end batch each (builds torch.compile, fills caches; errors in a
     # baseline are recorded), which also shows how long each takes the host to launch.
-    warm = _draw_calls(base_cpu, batch, 0, secrets.randbelow(2 ** 31))
+    warm = _seeds(batch)
     live, launch = [], {}
     for name, fn in impls:
         try:
-            launch[name] = timing.run_batch(fn, sets, warm, end_to_end, weights)["launch_ms"][1:]
+            launch[name] = timing.run_batch(fn, make, warm, end_to_end, weights)["launch_ms"][1:]
             live.append((name, fn))
         except Exception as exc:
             notes[name] = "%s: %s" % (type(exc).__name__, str(exc)[:500])
@@ -209,9 +199,9 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, 
                else end_to_end for clock in clocks}
     request = {c: {"clock": c, "spin_us": spin_us} for c in clocks}
     if "gpu_time" in clocks:  # its first calls (the runner's caller, new input buffers) stay out of the rounds
-        warm = _draw_calls(base_cpu, batch, batch, secrets.randbelow(2 ** 31))
+        warm = _seeds(batch)
         for name, fn in live:
-            timing.run_batch(fn, sets, warm, callers["gpu_time"], weights)
+            timing.run_batch(fn, make, warm, callers["gpu_time"], weights)
         candidate_batch(warm, request["gpu_time"])
     rtt = channel_round_trip_ms(warm, batch)
     names = ["candidate"] + [n for n, _ in live]
@@ -230,7 +220,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, 
         t_start = _perf()
         while True:
             clock = clocks[rounds % len(clocks)]
-            calls = _draw_calls(base_cpu, batch, rounds * batch, secrets.randbelow(2 ** 31))
+            calls = _seeds(batch)
             turn = rounds // len(clocks)
             order = names[turn % len(names):] + names[:turn % len(names)]
             kept, walls = {}, {}
@@ -243,7 +233,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, 
                     kept[name] = []
                     with runner.frozen():
                         t0 = _perf()
-                        result = timing.run_batch(dict(live)[name], sets, calls, callers[clock], weights,
+                        result = timing.run_batch(dict(live)[name], make, calls, callers[clock], weights,
                                                   keep=kept[name])
                         walls[name] = (_perf() - t0) * 1e3
                     if name == "eager":
@@ -288,8 +278,8 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, 
     speedup = timing_report.speedups(timings)
     allowance_rule = UNACCOUNTED_ALLOWANCE["cuda" if device == "cuda" else "cpu"]
     report, unaccounted_flag = timing_report.unaccounted_verdict(unaccounted, timings, allowance_rule)
-    info = {"rounds": rounds, "batch": batch, "stop": stop, "input_sets": n_sets, "rse_target": rse_target,
-            "perturbed_elements_per_tensor": PERTURBED_ELEMENTS, "channel_round_trip_ms": rtt,
+    info = {"rounds": rounds, "batch": batch, "stop": stop, "inputs": inputs_made, "rse_target": rse_target,
+            "channel_round_trip_ms": rtt,
             "unaccounted_ms_per_call": report, "clocks": {c: timing_report.METHODS[c] for c in clocks},
             "rank_clock": clocks[0], "start_delay_us": end_to_end.start_delay_us,
             "l2_flush_bytes": getattr(end_to_end.flusher, "bytes", 0), "cpu_affinity": pinning.report,
@@ -308,7 +298,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, seed_count_sets, 
                           source="judge"))
     elif unaccounted_flag is not None:
         flags.append(unaccounted_flag)
-    return timings, speedup, info, flags, sets
+    return timings, speedup, info, flags, probe
 
 
 def _check_round(runner, cand, ref_prints, ref_outs, tol, batch, weights, device, where):

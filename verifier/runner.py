@@ -92,14 +92,14 @@ def _serve(read_fd, write_fd, namespaces, device_hint):
                 session.analyse(values["seeds"])
                 answer("analysed", rid, checks=session.checks)
             elif kind == "timing_setup":
-                sets = [_rebuild(structure, tensors) for structure in values["sets"]]
-                session.timing_setup(sets, values["weight_seed"], values.get("start_delay_us"))
+                session.timing_setup(values["weight_seed"], values.get("start_delay_us"),
+                                     values.get("inputs_on_device"))
                 answer("timing_ready", rid)
             elif kind == "batch":
-                calls = []
-                for index, spec in values["calls"]:
-                    calls.append((index, [(ti, tensors[pi], tensors[vi]) for ti, pi, vi in spec]))
-                answer("batch", rid, **session.time_batch(calls, values.get("clock")))
+                seeds = values["calls"]
+                if not (isinstance(seeds, list) and all(type(s) is int and s >= 0 for s in seeds)):
+                    raise ValueError("a batch's calls are input seeds: %r" % (seeds,))
+                answer("batch", rid, **session.time_batch(seeds, values.get("clock")))
             elif kind == "fetch":
                 leaves, ts = _flatten(session.fetch(values["index"]))
                 answer("fetched", rid, ts, leaves=leaves)

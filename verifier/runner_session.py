@@ -77,7 +77,7 @@ class RunnerSession:
                                   device_hold=NoHold())
         self.checks = {}
         self.trials = []
-        self.timing_sets = []
+        self.make_inputs = None
         self.batch_outputs = []
         self.caller = None
         self.gpu_caller = None
@@ -176,18 +176,19 @@ class RunnerSession:
         analysis.analyse(doc, self.ctx)
         self.checks.update(doc["checks"])
 
-    def timing_setup(self, sets, weight_seed, start_delay_us):
-        self.timing_sets = [inp.map_tensors(s, lambda t: t.to(self.device)) for s in sets]
+    def timing_setup(self, weight_seed, start_delay_us, inputs_on_device):
+        ref_mod, device, on_device = self.ctx.ref_mod, self.device, bool(inputs_on_device)
+        self.make_inputs = lambda seed: inp.make_timing_inputs(ref_mod, seed, device, on_device)
         self.weights = timing.FingerprintWeights(weight_seed, self.device)
         self.caller = timing.TimedCaller(self.device, start_delay_us)
         # Compared when timing is over, not around each batch: a snapshot costs milliseconds,
         # which would sit inside the judge's clock around the batch.
         self.timing_snapshot = guard.snapshot(self.ctx.namespaces)
 
-    def time_batch(self, calls, clock=None):
-        """One batch on the clock the judge asked for (``clock``: ``{"clock": "gpu_time",
-        "spin_us": S, "cpus": [...]}``; None or anything else: the end-to-end clock), pinned to
-        the CPUs it named. What this reports is checked by the judge like every timed call."""
+    def time_batch(self, seeds, clock=None):
+        """One batch, a call on the task's inputs for each seed, on the clock the judge asked for
+        (``clock``: ``{"clock": "gpu_time", "spin_us": S, "cpus": [...]}``; None or anything else:
+        the end-to-end clock), pinned to the CPUs it named. What this reports is checked by the judge like every timed call."""
         clock = clock if isinstance(clock, dict) else {}
         pinned = self._pin(clock.get("cpus"))
         caller = self.caller
@@ -198,7 +199,7 @@ class RunnerSession:
                 self.gpu_caller = timing.QueuedLaunchCaller(self.device, spin, self.caller.flusher)
             caller = self.gpu_caller
         self.batch_outputs = []
-        answer = timing.run_batch(self.ctx.cand_call, self.timing_sets, calls, caller, self.weights,
+        answer = timing.run_batch(self.ctx.cand_call, self.make_inputs, seeds, caller, self.weights,
                                   keep=self.batch_outputs)
         answer["clock"] = caller.clock
         if pinned is not None:

@@ -277,26 +277,14 @@ def fingerprint(leaf, weights):
     return float(torch.dot(flat, weights(flat.numel()).to(flat.device)))
 
 
-def perturbed(base, spec):
-    """A fresh own-storage copy of an input set with a few elements replaced, as the judge
-    specified them (``spec``: [(tensor index, positions, values)]): every timed call gets
-    inputs no earlier call has seen, and the judge can compute their reference."""
-    ins = inputs_mod.clone_inputs(base)
-    tensors = inputs_mod.tensors_in(ins)
-    for index, positions, values in spec:
-        flat = tensors[index].view(-1)
-        flat[positions.to(flat.device)] = values.to(flat.device, flat.dtype)
-    return ins
-
-
-def run_batch(fn, sets, calls, caller, weights, keep=None):
-    """Time ``calls`` ([(set index, perturbation spec)]) of ``fn`` on ``caller``'s clock;
-    returns per-call ms, host ms, host ms until the call returned (``launch_ms``), output
-    fingerprints and, on the GPU-time clock, whether each launch was hidden. ``keep``: a
-    list that receives each call's output leaves."""
+def run_batch(fn, make_inputs, seeds, caller, weights, keep=None):
+    """Time one call of ``fn`` per seed on ``caller``'s clock, each on ``make_inputs(seed)``
+    (made before the call's clock starts); returns per-call ms, host ms, host ms until the call
+    returned (``launch_ms``), output fingerprints and, on the GPU-time clock, whether each
+    launch was hidden. ``keep``: a list that receives each call's output leaves."""
     ms, host_ms, launch_ms, hidden, prints = [], [], [], [], []
-    for index, spec in calls:
-        ins = perturbed(sets[index], spec)
+    for seed in seeds:
+        ins = make_inputs(seed)
         if caller.device == "cuda":
             _cuda_sync()
         out, elapsed, host, launch, *rest = caller.call(fn, ins)

@@ -164,6 +164,9 @@ def test_judge_cost_fixture_keeps_every_verdict_but_two_timing_false_alarms():
 
 
 JUDGE_2_1 = ROOT / "tests" / "fixtures" / "h200" / "judge_2_1_cheat_suite.json"
+# Entries for what harness 2.2.0 closed (fresh inputs for every timed call); their GPU runs are
+# with that judge (scripts/gpu_cheat_subset.sh).
+ADDED_AFTER_2_1 = {"attack_incremental_patch_py"}
 
 
 def test_judge_2_1_on_the_h200_fails_every_cuda_cheat_and_attack_and_passes_honest_kernels_untimed():
@@ -174,7 +177,7 @@ def test_judge_2_1_on_the_h200_fails_every_cuda_cheat_and_attack_and_passes_hone
     data = json.loads(JUDGE_2_1.read_text())["phase_a"]
     assert data["versions"]["gpu"] == "NVIDIA H200" and data["versions"]["harness"].startswith("2.1")
     by_name = {e["name"]: e for e in ENTRIES}
-    cuda_entries = {e["name"] for e in ENTRIES if "cuda" in e["devices"]}
+    cuda_entries = {e["name"] for e in ENTRIES if "cuda" in e["devices"]} - ADDED_AFTER_2_1
     assert set(data["documents"]) == cuda_entries and len(cuda_entries) >= 50
     timing_only = set()
     timed_in_b = {row["name"] for row in data["summary"] if row["phase"] == "B"}

@@ -19,31 +19,50 @@ def test_summaries_and_rse():
     assert set(s) >= {"median_ms", "iqr_ms", "n", "mean_ms", "host_median_ms"} and s["n"] == 8
 
 
-def test_run_batch_times_every_call_on_fresh_perturbed_inputs_and_fingerprints_outputs():
+def test_run_batch_times_every_call_on_its_own_inputs_and_fingerprints_outputs():
     import torch
 
-    base = [[torch.randn(64, 32)], [torch.randn(64, 32)]]
-    seen = []
+    made, seen = [], []
+
+    def make(seed):
+        made.append(seed)
+        return [torch.full((64, 32), float(seed))]
 
     def fn(ins):
+        assert made[-1] == ins[0][0, 0].item()  # made before its call, not in a batch up front
         seen.append(ins[0])
         time.sleep(0.002)
         return ins[0] * 2
 
     weights = timing.FingerprintWeights(7, "cpu")
-    spec = [(0, torch.tensor([0, 5]), torch.tensor([100.0, -100.0]))]
     kept = []
-    result = timing.run_batch(fn, base, [(0, spec), (1, []), (0, [])], timing.TimedCaller("cpu"), weights, keep=kept)
+    result = timing.run_batch(fn, make, [3, 5, 3], timing.TimedCaller("cpu"), weights, keep=kept)
+    assert made == [3, 5, 3]
     assert len(result["ms"]) == len(result["host_ms"]) == 3 and min(result["ms"]) >= 2.0
-    # each call gets its own storage; the spec's elements are replaced on the first call only
-    assert len({t.data_ptr() for t in seen}) == 3 and seen[0] is not base[0][0]
-    assert seen[0].view(-1)[0] == 100.0 and seen[0].view(-1)[5] == -100.0 and base[0][0].view(-1)[0] != 100.0
-    assert torch.equal(seen[2], base[0][0])
     # the fingerprint is the output's dot product with the seeded weights, and follows the output
-    want = float(torch.dot((base[1][0] * 2).reshape(-1).double(), timing.FingerprintWeights(7, "cpu")(64 * 32)))
+    want = float(torch.dot(torch.full((64 * 32,), 10.0, dtype=torch.float64), timing.FingerprintWeights(7, "cpu")(64 * 32)))
     assert result["fingerprints"][1] == [pytest.approx(want)]
-    assert result["fingerprints"][0] != result["fingerprints"][2]
-    assert torch.equal(kept[1][0], base[1][0] * 2)
+    assert result["fingerprints"][0] == result["fingerprints"][2] != result["fingerprints"][1]
+    assert torch.equal(kept[1][0], torch.full((64, 32), 10.0))
+
+
+def test_timing_inputs_are_the_tasks_under_each_seed_and_differ_everywhere_between_seeds():
+    """What stops a kernel from patching the output of earlier inputs: no two timed calls share
+    inputs, not even most of their elements; one seed gives the same inputs in any process."""
+    import torch
+
+    from verifier import inputs as inp
+
+    class Task:
+        @staticmethod
+        def get_inputs():
+            return [torch.randn(128, 64), torch.tril(torch.randn(64, 64)), 3]
+
+    a, b, again = (inp.make_timing_inputs(Task, s, "cpu", False) for s in (11, 12, 11))
+    assert all(inp.equal_bits(x, y) for x, y in zip(a[:2], again[:2])) and a[2] == 3
+    for x, y in zip(a[:2], b[:2]):
+        assert inp.changed_elements(x, y) >= 0.99 * torch.count_nonzero(x)
+    assert torch.equal(b[1], torch.tril(b[1]))  # the task's own structure holds
 
 
 def test_fingerprint_of_plain_values_and_nan():

@@ -60,17 +60,16 @@ class FakeRunner:
     def request(self, kind, values=None, tensors=(), expect=None):
         values = values or {}
         if kind == "timing_setup":
-            self.sets = [[tensors[e["tensor"]] if "tensor" in e else e["value"] for e in s] for s in values["sets"]]
+            self.make = lambda seed: inp.make_timing_inputs(Task, seed, "cpu", values["inputs_on_device"])
             self.weights = timing.FingerprintWeights(values["weight_seed"], "cpu")
             return {}, []
         if kind == "batch":
             self.clocks_asked.append(values.get("clock"))
             clock = values.get("clock") or {}
-            calls = [(k, [(ti, tensors[pi], tensors[vi]) for ti, pi, vi in spec]) for k, spec in values["calls"]]
             caller = StandInQueuedCaller("cpu", clock.get("spin_us")) if clock.get("clock") == "gpu_time" \
                 else timing.TimedCaller("cpu")
             self.outputs = []
-            answer = timing.run_batch(self.fn, self.sets, calls, caller, self.weights, keep=self.outputs)
+            answer = timing.run_batch(self.fn, self.make, values["calls"], caller, self.weights, keep=self.outputs)
             if self.forge:
                 self.forge(caller.clock, answer, self.outputs)
             return answer, []
@@ -99,7 +98,7 @@ def run_timing(runner):
     model = Doubler()
     return judge_timing.time_candidate(
         runner=runner, ref_model=model, ref_mod=Task, device="cpu", tol={"abs": 1e-2, "rel": 1e-3},
-        seed_count_sets=2, budget_s=1.0, compile_baseline=False, rse_target=None, start_delay_us=None,
+        budget_s=1.0, compile_baseline=False, rse_target=None, start_delay_us=None,
         hold=NoHold())
 
 
