@@ -9,6 +9,9 @@
 #     start (LONG_AT=start) or once the sample is done, in the time left (LONG_AT=tail).
 # GPU 0 times on reserved CPUs 0,1 and GPU 1 on 2,3; everything else runs on the other cores
 # (taskset), as a worker host keeps its timing CPUs free.
+# BUILD_JOBS builds at once (default 22; as many as ROWS builds everything first, with the whole
+# host, before any judge runs), JOBS_PER_GPU judges per GPU (default 6), JUDGE_TIMEOUT the
+# sandbox's watchdog per build or judge run (default 300 s; all builds at once need longer).
 #
 #   OUT=dir bash scripts/gpu_issue16_sample.sh SAMPLE.jsonl [LIMIT_S] [ROWS]
 #
@@ -61,7 +64,7 @@ fi
 [ "${LONG_AT:-start}" = start ] && long $((limit - 25)) &
 taskset -c "$others" python3 scripts/gpu_sample_reverify.py --sample "$sample" --out "$OUT" ${rows:+--rows "$rows"} \
     --gpus 0,1 --timing-cpus "0,1;2,3" --jobs-per-gpu "${JOBS_PER_GPU:-6}" --build-jobs "${BUILD_JOBS:-22}" \
-    --time-budget 2 --deadline-s $((limit - 90)) --hard-deadline-s $((limit - 30)) --build-dir "$builds" \
+    --time-budget 2 --timeout "${JUDGE_TIMEOUT:-300}" --deadline-s $((limit - 90)) --hard-deadline-s $((limit - 30)) --build-dir "$builds" \
     --work /tmp/kb_issue16_rows > "$logs/sample.log" 2>&1
 echo "sample done at $(elapsed) s"
 left=$((limit - 25 - $(elapsed)))
