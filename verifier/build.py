@@ -128,15 +128,23 @@ def cuda_arch(device):
     return "%d.%d" % (major, minor)
 
 
-def build_flags(device):
+def build_flags(device, arch=None):
+    """Host flags, nvcc flags and the device architecture ('9.0'; read from the device unless
+    given). ``-lineinfo`` maps each machine instruction to its source line (for ncu's source
+    view and the SASS listing, verifier/gpu_binary.py); it changes no generated code."""
     cflags = ["-O3"]
-    cuda_flags = ["-O3"] if device == "cuda" else []
-    arch = cuda_arch(device) if device == "cuda" else None
+    cuda_flags = ["-O3", "-lineinfo"] if device == "cuda" else []
+    if device != "cuda":
+        arch = None
+    elif arch is None:
+        arch = cuda_arch(device)
     return cflags, cuda_flags, arch
 
 
-def extension_name(src, device):
-    cflags, cuda_flags, arch = build_flags(device)
+def extension_name(src, device, arch=None):
+    """The build's folder and module name; ``arch`` spares a caller that knows it (the worker,
+    reading a finished build) from starting CUDA to ask the device."""
+    cflags, cuda_flags, arch = build_flags(device, arch)
     key = "\0".join([src, device, " ".join(cflags), " ".join(cuda_flags), arch or "", torch.__version__,
                      str(torch.version.cuda)])
     return "kb_" + sha256_text(key)[:20]
@@ -159,8 +167,8 @@ def build_cuda_forward(src, device, build_dir, log, pch_header=None):
     bdir = os.path.join(build_dir, name)
     os.makedirs(bdir, exist_ok=True)
     env_backup = os.environ.get("TORCH_CUDA_ARCH_LIST")
-    if arch:
-        os.environ["TORCH_CUDA_ARCH_LIST"] = arch
+    if arch:  # +PTX: the PTX is kept in the binary beside the machine code (gpu_binary.py lists both)
+        os.environ["TORCH_CUDA_ARCH_LIST"] = arch + "+PTX"
     try:
         with exclusive_build(bdir), captured_output(log):
             if device == "cuda":

@@ -4,7 +4,9 @@
 Engineer Archive profiled (Occupancy, WarpStateStats, MemoryWorkloadAnalysis,
 ComputeWorkloadAnalysis), base units, on 5 launches of the candidate's own kernels (the
 ``__global__`` functions its source defines, so torch's helper kernels are left out), and
-parses it with verifier/profile_parsers into ``{'metrics': ..., 'rules': ...}``.
+parses it with verifier/profile_parsers into ``{'metrics': ..., 'rules': ...}``. With it, the
+SourceCounters section samples where the warps stall per SASS instruction; its numbers are
+read from ncu's source page (``source_hot_spots``), not put in the archive-shaped profile.
 ``torch_profile`` runs torch.profiler over 5 calls and parses its key-averages table into
 ``{event: {...}}``. Both run verifier/profile_driver.py in the sandbox, so a candidate that
 crashes or hangs under the profiler costs a recorded error, never the worker.
@@ -15,6 +17,7 @@ Both return None where there is nothing to do (not on a GPU, or no ncu installed
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -22,11 +25,16 @@ from pathlib import Path
 
 from . import sandbox
 from .profile_parsers.ncu import parse_ncu_details_csv
+from .profile_parsers.ncu_source import parse_ncu_source_csv
 from .profile_parsers.torch_profile import parse_torch_profile_table
 
-DRIVER = Path(__file__).resolve().parent / "profile_driver.py"
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[1])
 NCU_SECTIONS = ("Occupancy", "WarpStateStats", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis")
 PROFILED_CALLS = 5
+# PC sampling per SASS instruction, read back as ncu's source page (hot spots); the CUDA line
+# of each instruction comes from the build's -lineinfo (verifier/build.py).
+SOURCE_SECTION = "SourceCounters"
+SOURCE_VIEW = "cuda,sass"
 _GLOBAL_FUNCTION = re.compile(r"__global__\s+(?:[\w:<>,*&\s]*?\s)?([A-Za-z_]\w*)\s*\(")
 _LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
 
@@ -48,43 +56,88 @@ def kernel_names(source: str) -> list[str]:
 
 
 def ncu_profile(reference_path, candidate_path, kind, functional_path=None, *, build_dir, timeout_s=300,
-                env=None, device="cuda"):
+                env=None, device="cuda", source_counters=True, keep_report=None):
+    """``source_counters``: also collect the SourceCounters section (PC sampling, per SASS
+    instruction) and read ncu's source page from the report into ``source_hot_spots``
+    (verifier/profile_parsers/ncu_source.py). ``keep_report``: a path to copy the report to."""
     if device != "cuda":
         return None
     ncu = find_ncu()
     if ncu is None:
         return None
     names = kernel_names(Path(candidate_path).read_text(encoding="utf-8", errors="replace"))
-    result = _ncu_run(ncu, names, reference_path, candidate_path, kind, functional_path, build_dir, timeout_s, env)
+    args = (reference_path, candidate_path, kind, functional_path, build_dir, timeout_s, env, source_counters,
+            keep_report)
+    result = _ncu_run(ncu, names, *args)
     if "error" in result and names and result.get("no_launches"):
         # The names did not match what ran (macros, templates): profile whatever the calls launch.
-        result = _ncu_run(ncu, [], reference_path, candidate_path, kind, functional_path, build_dir, timeout_s, env)
+        result = _ncu_run(ncu, [], *args)
     result.pop("no_launches", None)
     return result
 
 
-def _ncu_run(ncu, names, reference_path, candidate_path, kind, functional_path, build_dir, timeout_s, env):
+def _ncu_run(ncu, names, reference_path, candidate_path, kind, functional_path, build_dir, timeout_s, env,
+             source_counters=False, keep_report=None):
     with tempfile.TemporaryDirectory(prefix="kb_ncu_") as work:
         log_file = os.path.join(work, "ncu.csv")
+        report = os.path.join(work, "profile.ncu-rep")
         command = [ncu, "--csv", "--page", "details", "--print-units", "base", "--clock-control", "none",
                    "--profile-from-start", "off", "--launch-count", str(PROFILED_CALLS), "--log-file", log_file]
-        for section in NCU_SECTIONS:
+        for section in NCU_SECTIONS + ((SOURCE_SECTION,) if source_counters else ()):
             command += ["--section", section]
+        if source_counters:
+            command += ["--import-source", "yes", "--export", report]
         if names:
             command += ["--kernel-name", "regex:^(%s)($|<)" % "|".join(re.escape(n) for n in names)]
         command += _driver_args(reference_path, candidate_path, kind, functional_path, build_dir, "ncu")
         started = time.monotonic()
-        doc = sandbox.run_harness_isolated(command, cwd=work, timeout_s=timeout_s, env=env)
+        doc = sandbox.run_harness_isolated(command, cwd=work, timeout_s=timeout_s, env=_driver_env(env))
         wall = round(time.monotonic() - started, 2)
         text = Path(log_file).read_text(encoding="utf-8", errors="replace") if os.path.exists(log_file) else ""
+        source = None
+        if source_counters and doc.get("verdict") == "profiled" and os.path.exists(report):
+            if '"ID",' not in text:  # with --export, ncu may print nothing: read the details back
+                text = _ncu_import(ncu, report, ["--csv", "--page", "details", "--print-units", "base"]).get("text", "")
+            source = ncu_source_hot_spots(ncu, report)
+            if keep_report:
+                shutil.copyfile(report, keep_report)
     if doc.get("verdict") != "profiled":
         return {"error": "ncu run failed: %s\n%s" % (doc.get("reason") or doc.get("error"), doc.get("log", "")[-3000:])}
     try:
-        parsed = parse_ncu_details_csv(text)
+        parsed = parse_ncu_details_csv(text, skip_sections=("Source Counters",))
     except ValueError as exc:
         return {"error": "ncu printed no profile: %s\n%s" % (exc, text[-2000:]), "no_launches": True}
-    return {"raw_text": text, "parsed": parsed, "wall_s": wall, "command": _shown(command),
-            "device_lock": doc.get("device_lock")}
+    result = {"raw_text": text, "parsed": parsed, "wall_s": wall, "command": _shown(command),
+              "device_lock": doc.get("device_lock")}
+    if source is not None:
+        result["source_hot_spots"] = source
+    return result
+
+
+def ncu_source_hot_spots(ncu, report) -> dict:
+    """ncu's source page of a report (SASS, with the CUDA line of each instruction when the
+    build kept line info) → {"kernels": [...top instructions by warp-stall samples...],
+    "command"} or {"error"}. Reading a report needs no GPU."""
+    page = _ncu_import(ncu, report, ["--csv", "--page", "source", "--print-source", SOURCE_VIEW])
+    if "error" in page:
+        return {"error": "ncu's source page: " + page["error"]}
+    try:
+        parsed = parse_ncu_source_csv(page["text"])
+    except ValueError as exc:
+        return {"error": "ncu's source page: %s" % exc, "raw_text": page["text"][:20000]}
+    return dict(parsed, command="ncu --import profile.ncu-rep --csv --page source --print-source " + SOURCE_VIEW)
+
+
+def _ncu_import(ncu, report, args, timeout_s=120) -> dict:
+    try:
+        done = subprocess.run([ncu, "--import", str(report)] + args, capture_output=True, timeout=timeout_s)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"error": "%s: %s" % (type(exc).__name__, exc)}
+    text = done.stdout.decode("utf-8", "replace")
+    if done.returncode != 0:
+        return {"error": "exit status %d: %s" % (done.returncode, (done.stderr.decode("utf-8", "replace")
+                                                                   or text)[-2000:])}
+    return {"text": text}
 
 
 def torch_profile(reference_path, candidate_path, kind, functional_path=None, *, device, build_dir, timeout_s=300,
@@ -94,7 +147,7 @@ def torch_profile(reference_path, candidate_path, kind, functional_path=None, *,
     command = _driver_args(reference_path, candidate_path, kind, functional_path, build_dir, "torch")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kb_torchprof_") as work:
-        doc = sandbox.run_harness_isolated(command, cwd=work, timeout_s=timeout_s, env=env)
+        doc = sandbox.run_harness_isolated(command, cwd=work, timeout_s=timeout_s, env=_driver_env(env))
     wall = round(time.monotonic() - started, 2)
     if doc.get("verdict") != "profiled":
         return {"error": "torch.profiler run failed: %s\n%s" % (doc.get("reason") or doc.get("error"),
@@ -106,8 +159,16 @@ def torch_profile(reference_path, candidate_path, kind, functional_path=None, *,
     return {"raw_text": doc["table"], "parsed": parsed, "wall_s": wall, "command": _shown(command)}
 
 
+def _driver_env(env):
+    """The driver runs as ``python -m verifier.profile_driver`` (its imports are relative, as
+    the runner's are): the package's parent goes on its PYTHONPATH."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(part for part in (PACKAGE_PARENT, env.get("PYTHONPATH")) if part)
+    return env
+
+
 def _driver_args(reference_path, candidate_path, kind, functional_path, build_dir, mode):
-    argv = [sys.executable, str(DRIVER), "--reference", str(reference_path), "--candidate", str(candidate_path),
+    argv = [sys.executable, "-m", "verifier.profile_driver", "--reference", str(reference_path), "--candidate", str(candidate_path),
             "--kind", kind, "--device", "cuda", "--build-dir", str(build_dir), "--mode", mode,
             "--calls", str(PROFILED_CALLS)]
     if functional_path:

@@ -142,8 +142,10 @@ def _csv_rows(text: str, required: tuple[str, ...], what: str) -> tuple[list[str
     return header, data
 
 
-def parse_ncu_details_csv(text: str) -> dict:
-    """``ncu --csv --page details`` output (one or many launches) → the archive's NCU_Profile."""
+def parse_ncu_details_csv(text: str, skip_sections: tuple[str, ...] = ()) -> dict:
+    """``ncu --csv --page details`` output (one or many launches) → the archive's NCU_Profile.
+    ``skip_sections``: sections collected for something else (the worker's Source Counters,
+    read from ncu's source page), left out so the profile keeps the archive's shape."""
     what = "ncu details CSV"
     header, data = _csv_rows(text, ("ID", "Section Name", "Metric Name", "Metric Unit", "Metric Value"), what)
     column = {name: index for index, name in enumerate(header)}
@@ -151,6 +153,8 @@ def parse_ncu_details_csv(text: str) -> dict:
     metric_rows, rule_rows = [], []
     for row in data:
         section = row[column["Section Name"]]
+        if section in skip_sections:
+            continue
         if has_rules and row[column["Rule Name"]] and not row[column["Metric Name"]]:
             rule_type = row[column["Rule Type"]] if "Rule Type" in column else ""
             description = row[column["Rule Description"]] if "Rule Description" in column else ""
