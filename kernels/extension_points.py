@@ -16,8 +16,8 @@ from django.dispatch import Signal
 kernels_added = Signal()  # kwargs: kernel_ids (list[int])
 
 # Where a panel goes on the kernel page: "actions" under the kernel's title and badges,
-# "after_verifications" under the verification history.
-PANEL_SLOTS = ("actions", "after_verifications")
+# "after_source" under the kernel's source, "after_verifications" under the verification history.
+PANEL_SLOTS = ("actions", "after_source", "after_verifications")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,10 @@ def kernel_page_context(kernel_id: int, params=None) -> dict:
     # Best by kernels/ranking.py: never a failed or suspected kernel; "claimed" when no kernel
     # of the task has passed a trusted verification.
     best = selectors.best_kernel_of_task(kernel.task_id)
-    profiles = sorted(kernel.profiles.all(), key=lambda p: (PROFILE_ORDER.get(p.kind, 9), p.origin))
+    # The GPU binary listing has a panel of its own (evaluator's, under the source), which reads it
+    # from this same prefetch.
+    profiles = sorted((p for p in kernel.profiles.all() if p.kind != Profile.Kind.GPU_BINARY),
+                      key=lambda p: (PROFILE_ORDER.get(p.kind, 9), p.origin))
     profile_views = [_profile_view(p) for p in profiles]
     menu = task_kernel_menu(kernel)
     ncu_profiles = [p for p in profiles if p.kind == Profile.Kind.NCU]

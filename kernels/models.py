@@ -203,6 +203,9 @@ class Profile(models.Model):
         NCU = "ncu", "Nsight Compute"
         TORCH = "torch", "torch profiler"
         CLANG_TIDY = "clang_tidy", "clang-tidy"
+        # What the GPU ran: the worker's listing of the kernel's build (verifier/gpu_binary.py):
+        # raw_text is cuobjdump -res-usage as printed, parsed the listing (SASS, PTX, resources).
+        GPU_BINARY = "gpu_binary", "GPU binary (SASS, PTX)"
 
     class Origin(models.TextChoices):
         ARCHIVE = "archive", "Imported with the archive"

@@ -42,7 +42,8 @@ def archive_row_batches(
         # The archive's own profile is its original string: no need to decode `parsed`.
         Prefetch("profiles", queryset=Profile.objects.filter(origin=Profile.Origin.ARCHIVE)
                  .only("id", "kernel_id", "kind", "raw_text"), to_attr="archive_profiles"),
-        Prefetch("profiles", queryset=Profile.objects.filter(origin=Profile.Origin.WORKER)
+        # The archive's three profile columns only: the worker's GPU binary listing has none.
+        Prefetch("profiles", queryset=Profile.objects.filter(origin=Profile.Origin.WORKER, kind__in=PROFILE_COLUMNS)
                  .only("id", "kernel_id", "kind", "parsed"), to_attr="worker_profiles"),
     ]
     if needs_verifications:
