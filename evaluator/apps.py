@@ -14,3 +14,12 @@ class EvaluatorConfig(AppConfig):
         # reads the page's own open_verification (kernels/kernel_page.py), no query of its own.
         register_kernel_panel(KernelPanel(name="evaluator.reverify", slot="actions",
                                           template="evaluator/_reverify.html"))
+        # What the GPU ran (SASS, PTX, registers, spills, ncu's hot spots), under the source.
+        register_kernel_panel(KernelPanel(name="evaluator.gpu_binary", slot="after_source",
+                                          template="evaluator/_gpu_binary.html", context=_gpu_binary_panel))
+
+
+def _gpu_binary_panel(kernel, page) -> dict:
+    from .gpu_binary_page import gpu_binary_panel
+
+    return gpu_binary_panel(kernel, page)

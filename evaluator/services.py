@@ -29,7 +29,7 @@ from kernels.services import kernel_verified_state_set
 from verifier import result as result_doc
 from verifier.bundle import bundle_sha256
 from .kernel_bundles import bundle_for_kernel
-from .worker_profiles import profile_refresh_clang_tidy, profile_store_ncu
+from .worker_profiles import profile_refresh_clang_tidy, profile_refresh_gpu_binary, profile_store_ncu
 from .verification_results import fields_from_result
 
 log = logging.getLogger(__name__)
@@ -90,6 +90,7 @@ def verification_run(*, verification_id: int) -> Verification | None:
         run, sha = _run_bundle_of(verification.kernel)
         if settings.VERIFY_REFRESH_PROFILES:  # before the result, so a finished run has its profiles
             _refresh_profiles(verification.kernel_id, run, lint)
+            _refresh_gpu_binary(verification.kernel_id, run)
     now = timezone.now()
     outcome = dict(**fields_from_result(run.result), result=result_doc.finite(run.result), phases=run.phases,
                    bundle_sha256=sha, finished_at=now, heartbeat_at=now)
@@ -167,6 +168,18 @@ def _refresh_profiles(kernel_id: int, run, lint) -> None:
     except Exception:
         log.exception("clang-tidy refresh of kernel %s failed", kernel_id)
     run.phases["clang_tidy_wait_s"] = round(time.monotonic() - started, 3)
+
+
+def _refresh_gpu_binary(kernel_id: int, run) -> None:
+    """Keep what the GPU ran (SASS, PTX, registers, spills, ncu's hot spots) of the run's build;
+    a failure is logged and never changes the verification."""
+    started = time.monotonic()
+    try:
+        profile_refresh_gpu_binary(kernel_id=kernel_id, result=run.result, build_dir=settings.BUILD_CACHE_DIR,
+                                   hot_spots=(run.ncu or {}).get("source_hot_spots"))
+    except Exception:
+        log.exception("listing the GPU binary of kernel %s failed", kernel_id)
+    run.phases["gpu_binary_s"] = round(time.monotonic() - started, 3)
 
 
 _lint_pool = None

@@ -2,6 +2,7 @@
 The JSON API is in evaluator/api.py."""
 from django.conf import settings
 from django.contrib import messages
+from django.http import Http404, HttpResponse
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -9,7 +10,8 @@ from django.views.decorators.http import require_POST
 from kernels.models import Kernel, VerifierKey
 from web.throttles import throttled_page
 
-from . import services
+from . import selectors, services
+from .gpu_binary_page import listing_text
 from .api import ReverifyThrottle
 from .contributions import contribution_import_upload
 from .kernel_bundles import bundle_download_response
@@ -18,6 +20,16 @@ from .verifier_keys import KeyRefused, verifier_key_register
 
 def kernel_bundle_page(request, kernel_id: int):
     return bundle_download_response(get_object_or_404(Kernel.objects.select_related("task"), id=kernel_id))
+
+
+def kernel_gpu_binary_text(request, kernel_id: int):
+    """The kernel's whole GPU binary listing (SASS and PTX of each function) as plain text."""
+    profile = selectors.kernel_gpu_binary(kernel_id)
+    if profile is None or not isinstance(profile.parsed, dict) or profile.parsed.get("unavailable"):
+        raise Http404("no GPU binary listing for this kernel")
+    response = HttpResponse(listing_text(profile.parsed), content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'inline; filename="kernel-{kernel_id}-gpu-binary.txt"'
+    return response
 
 
 @login_required

@@ -1,11 +1,14 @@
 """The worker's own profiles of a kernel (beside those imported with the archive): collected here,
 stored through kernels.services.profile_store (the kernels app owns Profile rows)."""
+import json
 import logging
+from pathlib import Path
 
 from kernels.models import Kernel, Profile
 from kernels.services import profile_store
 
 from verifier.clang_tidy_run import run_clang_tidy
+from verifier.gpu_binary import extension_binaries, gpu_binary_listing
 
 log = logging.getLogger(__name__)
 
@@ -33,4 +36,54 @@ def profile_store_ncu(*, kernel_id: int, raw_text: str, parsed: dict) -> Profile
     profile = profile_store(kernel_id=kernel_id, kind=Profile.Kind.NCU, origin=Profile.Origin.WORKER,
                             raw_text=raw_text, parsed=parsed)
     log.info("ncu profile of kernel %s stored (%d metrics)", kernel_id, len(parsed.get("metrics", {})))
+    return profile
+
+
+def profile_refresh_gpu_binary(*, kernel_id: int, result: dict, build_dir, hot_spots: dict | None = None
+                               ) -> Profile | None:
+    """List what the GPU ran for a finished run (verifier/gpu_binary.py: SASS, PTX, registers,
+    shared memory, spills per kernel; with ncu's hot spots when its source page was read) and
+    store it as the kernel's gpu_binary profile: raw_text is cuobjdump -res-usage as printed,
+    parsed the listing. None when the run built nothing for a GPU (a CPU run, a failed build).
+
+    The binary is found from the kernel's own source (its build folder is named by the hash
+    of the source, flags and architecture), never from a path the run reported."""
+    if result.get("device") != "cuda":
+        return None
+    kernel = Kernel.objects.only("id", "kind", "code").get(id=kernel_id)
+    build = (result.get("checks") or {}).get("build") or {}
+    arch = build.get("arch") or (result.get("versions") or {}).get("gpu_capability")
+    binaries = extension_binaries(kernel.code, kernel.kind, build_dir, arch)
+    if not binaries:
+        log.info("kernel %s: no GPU binary in %s to list", kernel_id, build_dir)
+        return None
+    listing = gpu_binary_listing(binaries, source=kernel.code)
+    if hot_spots:
+        listing["hot_spots"] = hot_spots
+    return _store_listing(kernel_id, listing)
+
+
+def gpu_listings_import(*, path) -> dict:
+    """Store the listings of a file written by scripts/gpu_ptx_sass_fixture_trim.py
+    (``{"kernels": {name: {"code_sha256", "listing"}}}``) on every kernel with that code;
+    ``make demo`` loads evaluator/demo_archive/gpu_listings_h200.json this way. Returns
+    {"stored": n, "not_here": [names whose code no kernel has]}."""
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
+    stored, not_here = 0, []
+    for name, entry in sorted(document["kernels"].items()):
+        kernel_ids = list(Kernel.objects.filter(code_sha256=entry["code_sha256"]).values_list("id", flat=True))
+        if not kernel_ids:
+            not_here.append(name)
+        for kernel_id in kernel_ids:
+            _store_listing(kernel_id, dict(entry["listing"]))
+            stored += 1
+    return {"stored": stored, "not_here": not_here}
+
+
+def _store_listing(kernel_id: int, listing: dict) -> Profile:
+    raw_text = listing.pop("raw_res_usage", "") or listing.get("unavailable", "")
+    profile = profile_store(kernel_id=kernel_id, kind=Profile.Kind.GPU_BINARY, origin=Profile.Origin.WORKER,
+                            raw_text=raw_text, parsed=listing)
+    log.info("GPU binary listing of kernel %s stored (%d functions%s)", kernel_id, len(listing.get("functions", [])),
+             ", unavailable: " + listing["unavailable"] if "unavailable" in listing else "")
     return profile
