@@ -56,6 +56,8 @@ import: migrate
 	@# re-verifications of what was imported: a fresh demo shows claimed beside re-measured.
 	test "$(SAMPLE)" = "$(DEMO_ARCHIVE)" || $(PY) manage.py import_archive "$(DEMO_ARCHIVE)"
 	$(PY) manage.py import_verifications $(H200_RESULTS)/demo_archive_h200.jsonl
+	@# What the GPU ran for four demo kernels (SASS, PTX, registers, spills; the matmul's ncu hot spots).
+	$(PY) manage.py import_gpu_listings evaluator/demo_archive/gpu_listings_h200.json
 	test "$(SAMPLE)" != "$(SHARED_SAMPLE)" || $(PY) manage.py import_verifications $(H200_RESULTS)/sample_subset_h200.jsonl
 	@# CUDA-L1's subsets (one per GPU) when ../shared has them: their claims beside the sample's; after the
 	@# records above, which name the tasks' references as the sample gave them.

@@ -2,8 +2,8 @@
 
 - tests/fixtures/h200/gpu_binary/: the toolkit's raw output for the parsers' tests (small files
   whole, long ones cut to their first lines, said in the README there), ncu's source page of
-  the matmul (its first two launches), the listings of the kernel that spills and of the
-  ModelNew (their SASS and PTX cut to 200 lines), and the worker path's summary;
+  the matmul (its first two launches), the listings of the kernel that spills (with its source)
+  and of the ModelNew (their SASS and PTX cut to 200 lines), and the worker path's summary;
 - evaluator/demo_archive/gpu_listings_h200.json: the listings of the four demo kernels as the
   worker stores them (verifier/gpu_binary.py, whole), the matmul's with its ncu hot spots
   (verifier/profile_parsers/ncu_source.py over the source page of its report), which
@@ -75,6 +75,10 @@ def main(raw_dir: Path, second: Path):
     (FIXTURES / "matmul_shared_tiled_32.ncu-source-cuda_sass.csv").write_text(first_launches(page, 2))
     sass_page = (second / "raw" / "matmul_shared_tiled_32.ncu-source-sass.csv").read_text()
     (FIXTURES / "matmul_shared_tiled_32.ncu-source-sass.csv").write_text(first_launches(sass_page, 1))
+    sys.path.insert(0, str(REPO / "scripts"))
+    from gpu_ptx_sass_fixture import SPILL_SOURCE
+
+    (FIXTURES / "spill_accumulate_96.cu").write_text(SPILL_SOURCE)
     listings = json.loads((second / "results" / "listings.json").read_text())
     (FIXTURES / "listings_spill_and_model_new.json").write_text(json.dumps(
         {name: trimmed_listing(listings[name], 200) for name in ("spill_accumulate_96", "honest_model_new_relu_cu")},
