@@ -6,14 +6,49 @@ sandbox's watchdog counts as not reached (see ``reached``). No Django.
 
     python scripts/h200_sample_fixture.py --out tests/fixtures/h200/FIXTURE.json \\
         --call RESULTS.json STARTED_AT_UTC NOTE [--call ...] [--about TEXT] [--commit SHA]
+        [--asked 17,19-33] [--redact-code SAMPLE.jsonl]
 
 STARTED_AT_UTC is when the call's script started (ISO 8601, e.g. 2026-11-30T23:34:35Z); a
-row's ``verified_at`` is that plus its ``finished_at_s``.
+row's ``verified_at`` is that plus its ``finished_at_s``. ``--asked``: the rows the calls were
+asked for (default all); ``not_reached`` lists those of them no call reached. ``--redact-code``:
+the archive the rows come from; a line of a document's text (a compiler's log quoting the
+source it failed on) that is a line of that row's kernel code is replaced by REDACTED, so the
+fixture holds kernel names, never kernel code.
 """
 import argparse
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+
+REDACTED = "    [a line of the kernel's source, left out of the fixture]"
+
+
+def parse_rows(spec, count):
+    if not spec:
+        return list(range(count))
+    chosen = []
+    for part in spec.split(","):
+        low, _, high = part.strip().partition("-")
+        chosen += range(int(low), int(high or low) + 1)
+    return sorted(i for i in set(chosen) if 0 <= i < count)
+
+
+def code_lines(code: str) -> set[str]:
+    """The kernel's lines a log could quote: stripped, at least 8 characters, a letter or digit in
+    them (a lone brace or a comment rule quotes nothing)."""
+    return {line.strip() for line in code.splitlines()
+            if len(line.strip()) >= 8 and any(c.isalnum() for c in line)}
+
+
+def redact(value, lines: set[str]):
+    """value with every line of its strings that is a line of the kernel's code replaced."""
+    if isinstance(value, dict):
+        return {k: redact(v, lines) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, lines) for v in value]
+    if isinstance(value, str) and lines and any(line.strip() in lines for line in value.splitlines()):
+        return "\n".join(REDACTED if line.strip() in lines else line for line in value.split("\n"))
+    return value
 
 
 def reached(row) -> bool:
@@ -48,10 +83,20 @@ def main(argv=None):
     p.add_argument("--rows", type=int, default=102, help="rows in the archive")
     p.add_argument("--about", default="")
     p.add_argument("--commit", default="")
+    p.add_argument("--asked", default="", help="the rows the calls were asked for, e.g. 17,19-33 (default all)")
+    p.add_argument("--redact-code", help="the archive rows (JSON lines): quoted lines of each row's code are left out")
     args = p.parse_args(argv)
     meta, rows = merge(args.call)
+    if args.redact_code:
+        archive = [json.loads(line) for line in Path(args.redact_code).read_text().splitlines() if line.strip()]
+        for i, row in rows.items():
+            if archive[i]["Kernel_Name"] != row["kernel"]:
+                raise SystemExit(f"row {i} is {archive[i]['Kernel_Name']!r} in {args.redact_code}, not {row['kernel']!r}")
+            row["document"] = redact(row["document"], code_lines(archive[i].get("CUDA_Code") or ""))
+    asked = parse_rows(args.asked, args.rows)
     fixture = {"about": args.about, "commit": args.commit, "calls": meta,
-               "not_reached": [i for i in range(args.rows) if i not in rows],
+               **({"asked": asked} if args.asked else {}),
+               "not_reached": [i for i in asked if i not in rows],
                "rows": [rows[i] for i in sorted(rows)]}
     # One row per line: a diff of a later re-run shows which rows changed.
     lines = ",\n".join(json.dumps(row, sort_keys=True, separators=(",", ":"), default=str) for row in fixture["rows"])
