@@ -22,10 +22,10 @@ docs/harness.md explains every check and the threat model.
 """
 import sys
 
-if __name__ == "__main__":  # the runner imports torch and starts the device while the judge does
+if __name__ == "__main__":  # before torch: only the judge's own variables (verifier/runner_start.py)
     from verifier import runner_start
 
-    runner_start.spawn_early(sys.argv[1:])
+    runner_start.clean_environment()
 
 import linecache
 import os
@@ -52,6 +52,9 @@ from .runner_process import CandidateRaised, RunnerFailure, RunnerProcess
 from .judge_outputs import compare_leaves as _compare, leaves as _leaves, same_shapes as _same_shapes, tensor_count as _tensor_count
 from .runner_session import instantiate  # the same seeded construction as the runner's
 from .trials import _brief, _sample  # one record and sample shape for the runner's trials and the judge's
+
+if __name__ == "__main__":  # the runner, forked with torch imported, starts the device while the judge goes on
+    runner_start.spawn_early(sys.argv[1:])
 
 DEFAULT_SEED_COUNT = 3
 # Measured choice (docs/harness.md): honest fp32 kernels of the sample differ from torch by

@@ -28,7 +28,7 @@ import math
 import sys
 
 RESULT_VERSION = 3
-HARNESS_VERSION = "2.2.0"
+HARNESS_VERSION = "2.2.1"
 VERDICTS = ("passed", "failed", "error")
 BUILD_VERDICT = "built"
 MAX_LOG_CHARS = 30000

@@ -12,7 +12,7 @@ import os
 import sys
 
 
-def _launch(read_fd, write_fd, device_hint):
+def launch(read_fd, write_fd, device_hint):
     """Fork the runner proper into fresh namespaces; wait and pass on its exit status."""
     from verifier import confine
 
@@ -135,7 +135,7 @@ def _rebuild(structure, tensors):
 
 def main():
     read_fd, write_fd = int(sys.argv[1]), int(sys.argv[2])
-    _launch(read_fd, write_fd, sys.argv[3] if len(sys.argv) > 3 else None)
+    launch(read_fd, write_fd, sys.argv[3] if len(sys.argv) > 3 else None)
 
 
 if __name__ == "__main__":

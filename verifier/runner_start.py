@@ -1,16 +1,25 @@
 """Starting the runner process, and starting it early.
 
-``python -m verifier.judge`` spawns the runner before the judge itself imports torch: the
-runner's torch import and device start-up (seconds each) then overlap the judge's own, instead
-of following them. The early runner runs only this package's code until the judge sends its
-setup (which holds the candidate), and the judge hardens itself before that (verifier/judge.py).
-Torch-free on purpose: it runs before torch is imported.
+``python -m verifier.judge`` first drops every variable of its caller's environment that is not
+the judge's own (``clean_environment``: it runs itself again, so database URLs, secret keys and
+tokens never enter its memory), imports torch, and then forks the runner's launcher from itself
+(``_fork_launcher``): the runner starts with torch imported, a fork instead of seconds of CPU per
+runner, while the judge goes on starting up. The fork holds only what the judge held at that
+point: its arguments, its cleaned environment, the modules it imported; no seed or secret is
+drawn before it. When the judge cannot be forked safely (it is not the command's main module, or
+it has a second thread or a started device), the runner is a fresh interpreter as before. The
+runner runs only this package's code until the judge sends its setup (which holds the candidate),
+and the judge hardens itself before that (verifier/judge.py). Torch-free on purpose.
 """
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+import traceback
+import warnings
 
 from . import confine
 
@@ -20,6 +29,34 @@ _PASSED_VARIABLES = {"PATH", "HOME", "LANG", "LC_ALL", "USER", "LD_LIBRARY_PATH"
 _PASSED_PREFIXES = ("CUDA_", "TORCH_CUDA", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_")
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEVICES = ("cpu", "cuda")
+
+# What the judge keeps of its caller's environment when it starts (``clean_environment``): the
+# runner's set, plus the judge's own settings and the compilers' search paths. Everything else
+# (database URLs, secret keys, cloud tokens) never reaches the judge's memory, so a runner forked
+# from the judge finds none of it.
+_JUDGE_VARIABLES = _PASSED_VARIABLES | {"TMPDIR", "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+                                        "TZ", "TERM"}
+_JUDGE_PREFIXES = _PASSED_PREFIXES + ("KB_", "HARNESS_", "TORCH", "PYTHON", "LC_", "XDG_", "NCCL_")
+
+
+def judge_environment(environ):
+    return {k: v for k, v in environ.items() if k in _JUDGE_VARIABLES or k.startswith(_JUDGE_PREFIXES)}
+
+
+_clean = False  # set once the judge's environment holds only its own variables
+
+
+def clean_environment():
+    """At the very top of the judge's ``__main__``, before torch: run again with only the judge's
+    variables when the caller passed others (exec replaces the process's memory, so what was
+    dropped is nowhere in it)."""
+    global _clean
+    keep = judge_environment(os.environ)
+    if len(keep) != len(os.environ):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, sys.orig_argv, keep)
+    _clean = True
 
 
 class Spawned:
@@ -63,15 +100,101 @@ def spawn(device=None):
     env.update(PYTHONPATH=PACKAGE_PARENT, PYTHONDONTWRITEBYTECODE="1", TMPDIR=scratch,
                CUDA_CACHE_PATH=os.path.join(scratch, "cuda_cache"), PYTHONUNBUFFERED="1")
     known_children = set(confine.children_of(os.getpid()))  # before the runner exists
-    argv = [sys.executable, "-B", "-m", "verifier.runner", str(runner_read), str(runner_write)]
-    if device in DEVICES:
-        argv.append(device)
-    proc = subprocess.Popen(argv, cwd=scratch, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, pass_fds=(runner_read, runner_write),
-                            start_new_session=True, preexec_fn=confine.die_with_parent)
+    device = device if device in DEVICES else None
+    if _forkable():
+        proc = _fork_launcher(device, env, scratch, runner_read, runner_write)
+    else:
+        argv = [sys.executable, "-B", "-m", "verifier.runner", str(runner_read), str(runner_write)]
+        proc = subprocess.Popen(argv + ([device] if device else []), cwd=scratch, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                pass_fds=(runner_read, runner_write), start_new_session=True,
+                                preexec_fn=confine.die_with_parent)
     os.close(runner_read)
     os.close(runner_write)
-    return Spawned(proc, judge_read, judge_write, scratch, known_children, device if device in DEVICES else None)
+    return Spawned(proc, judge_read, judge_write, scratch, known_children, device)
+
+
+class ForkedLauncher:
+    """The runner's launcher forked from the judge: what the judge uses of a ``Popen`` (pid,
+    stdout, poll, wait, returncode)."""
+
+    def __init__(self, pid, stdout_fd):
+        self.pid, self.returncode = pid, None
+        self.stdout = open(stdout_fd, "rb")
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = self.pid, 255 << 8
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(["verifier.runner"], timeout)
+            time.sleep(0.005)
+        return self.returncode
+
+
+def _forkable():
+    """Forking the judge is as good as starting a fresh runner only while its memory holds nothing
+    the candidate may not read (its environment was cleaned at start), it runs no Python thread
+    but this one and has started no device (a fork copies neither a thread nor a CUDA context).
+    Native thread pools that expect forks may be there: OpenBLAS starts one when numpy loads and
+    re-creates it in the child (its fork handlers); torch's own starts at the first parallel
+    operation, which the judge has not run when it forks, right after its imports."""
+    torch = sys.modules.get("torch")
+    return _clean and torch is not None and not torch.cuda.is_initialized() and threading.active_count() == 1
+
+
+def _fork_launcher(device, env, scratch, read_fd, write_fd):
+    """``python -B -m verifier.runner READ WRITE [DEVICE]`` without a new interpreter: a fork of the
+    judge, which has imported torch already (seconds of CPU a runner no longer spends), set up as
+    Popen sets up the exec'd runner: a session of its own, killed with the judge, /dev/null in,
+    stdout and stderr to a pipe, its own folder and environment, no other file descriptor."""
+    out_read, out_write = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with warnings.catch_warnings():  # Python 3.12 warns of any native thread; see _forkable
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid:
+        os.close(out_write)
+        return ForkedLauncher(pid, out_read)
+    try:
+        os.setsid()
+        confine.die_with_parent()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_write, 1)
+        os.dup2(out_write, 2)
+        for fd in map(int, os.listdir("/proc/self/fd")):
+            if fd not in (0, 1, 2, read_fd, write_fd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        os.chdir(scratch)
+        os.environ.clear()
+        os.environ.update(env)
+        tempfile.tempdir = None  # the judge's choice, cached when it made the scratch folder
+        sys.path[0:1] = [scratch] + ([] if PACKAGE_PARENT in sys.path else [PACKAGE_PARENT])  # as PYTHONPATH
+        sys.argv = [os.path.join(os.path.dirname(__file__), "runner.py"), str(read_fd), str(write_fd)] + (
+            [device] if device else [])
+        sys.dont_write_bytecode = True
+        from verifier import runner
+
+        runner.launch(read_fd, write_fd, device)  # does not return
+    except BaseException:  # the launcher itself broke: the judge sees the channel close
+        traceback.print_exc()
+        sys.stderr.flush()
+    finally:
+        os._exit(70)
 
 
 _early = None

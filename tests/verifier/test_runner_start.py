@@ -1,0 +1,84 @@
+"""How the judge starts its runner (verifier/runner_start.py): the judge keeps only its own
+environment variables, then forks the runner with torch imported. A candidate that searches the
+runner's memory for what the judge's caller had in its environment finds nothing."""
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+from verifier import build as harness_build
+from verifier import runner_start
+
+ROOT = Path(__file__).resolve().parents[2]
+RELU = ROOT / "verifier" / "cheat_suite" / "tasks" / "relu_cpu.py"
+
+# A candidate that reports, at load, how its process started and whether a token is anywhere in
+# its writable memory (heap, stack, anonymous mappings: where an environment and copies of it live).
+SEARCHER = '''
+import json, os, sys
+import torch.nn as nn
+
+# the token in two halves: a search for the whole would put the whole in this very memory
+HEAD, TAIL = bytes.fromhex(%r), bytes.fromhex(%r)
+found = []
+with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+    for line in maps:
+        fields = line.split()
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        path = fields[5] if len(fields) > 5 else ""
+        if "r" not in fields[1] or (path and not path.startswith("[")) or path in ("[vvar]", "[vsyscall]"):
+            continue
+        try:
+            mem.seek(start)
+            data = mem.read(end - start)
+        except (OSError, ValueError, OverflowError):
+            continue
+        at = data.find(HEAD)
+        while at >= 0:
+            if data[at + len(HEAD):at + len(HEAD) + len(TAIL)] == TAIL:
+                found.append(path or "anonymous")
+            at = data.find(HEAD, at + 1)
+print("SEARCHED " + json.dumps({"found": found, "environ": sorted(os.environ),
+                                "cmdline": open("/proc/self/cmdline").read().split("\\0")}))
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.clamp(min=0)
+'''
+
+
+def test_the_judge_keeps_only_its_own_variables():
+    given = {"PATH": "/bin", "HOME": "/h", "KB_HARNESS_BUILD_DIR": "/b", "HARNESS_STAGE_FILE": "/s",
+             "TORCH_EXTENSIONS_DIR": "/t", "CUDA_VISIBLE_DEVICES": "0", "PYTHONPATH": "/p", "OMP_NUM_THREADS": "1",
+             "DATABASE_URL": "postgres://u:p@h/db", "SECRET_KEY": "s", "AWS_SECRET_ACCESS_KEY": "a",
+             "REDIS_URL": "redis://h", "DJANGO_SETTINGS_MODULE": "archive_site.settings", "HF_TOKEN": "t"}
+    kept = runner_start.judge_environment(given)
+    assert set(kept) == {"PATH", "HOME", "KB_HARNESS_BUILD_DIR", "HARNESS_STAGE_FILE", "TORCH_EXTENSIONS_DIR",
+                         "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "OMP_NUM_THREADS"}
+
+
+def test_a_forked_runner_holds_nothing_of_the_judges_caller(tmp_path):
+    token = "kb-test-secret-" + secrets.token_hex(16)
+    candidate = tmp_path / "searcher.py"
+    half = len(token) // 2
+    candidate.write_text(SEARCHER % (token[:half].encode().hex(), token[half:].encode().hex()))
+    env = dict(os.environ, SECRET_TOKEN=token, DATABASE_URL="postgres://u:%s@h/db" % token, PYTHONPATH=str(ROOT))
+    build_dir = os.environ.get("KB_HARNESS_TEST_BUILD_DIR") or harness_build.default_build_dir()
+    done = subprocess.run([sys.executable, "-m", "verifier.judge", "--reference", str(RELU), "--candidate",
+                           str(candidate), "--device", "cpu", "--no-timing", "--seeds", "1,2", "--build-dir",
+                           build_dir], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    line = next(l for l in doc["log"].splitlines() if l.startswith("SEARCHED "))
+    seen = json.loads(line[len("SEARCHED "):])
+    # forked from the judge (its command line), not a new interpreter: torch came imported
+    assert "verifier.judge" in seen["cmdline"] and "verifier.runner" not in seen["cmdline"], seen["cmdline"]
+    assert seen["found"] == [], seen["found"]
+    assert "DATABASE_URL" not in seen["environ"] and set(seen["environ"]) <= {
+        "PATH", "HOME", "LANG", "LC_ALL", "USER", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE",
+        "PYTHONUNBUFFERED", "TMPDIR", "CUDA_CACHE_PATH", "TORCH_EXTENSIONS_DIR", "MAX_JOBS", "CC", "CXX",
+        "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}
+    # and the run itself went as it goes with a fresh runner: the searcher is a plain ReLU
+    assert all(t["passed"] for t in doc["trials"])
