@@ -251,3 +251,31 @@ def test_the_op_recorder_without_dynamo_on_the_h200():
         assert ops["reference_ops"] == {"mm": 1} and ops["all_reused"], name
     assert docs["honest_matmul_cu"]["checks"]["runner"]["dispatched_ops"]["candidate_ops"] == {}
     assert "dynamo loaded: False" in data["recorder_smoke"]
+
+
+JUDGE_2_2_1 = ROOT / "tests" / "fixtures" / "h200" / "judge_2_2_1_cheat_subset.json"
+
+
+def test_judge_2_2_1_on_the_h200_fresh_timing_inputs_and_a_forked_runner():
+    """scripts/gpu_cheat_subset.sh with harness 2.2.1: every timed call on inputs of its own and the
+    runner forked from the judge. Every entry as expected, every confinement measure enforced in
+    the forked runner, the input-patching and pointer-cache attacks caught, and the honest
+    kernels timed on GPU-made inputs within the clock check's allowance."""
+    data = json.loads(JUDGE_2_2_1.read_text())
+    assert data["device"] == "cuda" and data["versions"]["gpu"] == "NVIDIA H200"
+    by_name = {e["name"]: e for e in ENTRIES}
+    docs = data["documents"]
+    assert {"attack_incremental_patch_py", "attack_pointer_identity_py", "attack_escape_daemon_py",
+            "attack_signal_parent_kill_py", "attack_proc_snoop_py"} <= set(docs) and len(docs) >= 19
+    for name, doc in docs.items():
+        assert doc["versions"]["harness"] == "2.2.1", name
+        assert gpu_campaign.judge(by_name[name], doc)["ok"], name
+        assert all(v is True or (isinstance(v, str) and not v.startswith("not enforced"))
+                   for v in doc["checks"]["confinement"].values()), name
+        timing = doc["checks"].get("timing")
+        if by_name[name].get("honest"):
+            assert timing["inputs"] == "get_inputs() on the GPU under a new seed per call", name
+            unaccounted = timing["unaccounted_ms_per_call"]
+            assert unaccounted["median"] <= unaccounted["allowance"], name
+    assert "timed_call_wrong_output" in {f["name"] for f in docs["attack_incremental_patch_py"]["flags"]}
+    assert "cached_output" in {f["name"] for f in docs["attack_pointer_identity_py"]["flags"]}
