@@ -2,11 +2,13 @@
 the spread of its GPU-time speedup and, beside it, of its end-to-end speedup.
 
     python bench/bench_timing_repro.py --out DIR [--processes 5] [--jobs 4] [--time-budget 1.5]
-        [--device cuda] [--only NAME,NAME] [--compile]
+        [--device cuda] [--only NAME,NAME] [--compile] [--sample ROWS.jsonl]
 
 Kernels: one honest fast kernel per demo-archive task (evaluator/demo_archive/manifest.json)
-and the shared sample's level 1, 2 and 3 task-1 kernels kept in bench/timing_repro_sample_rows.jsonl
-(their functional forms from verifier/functional_forms/). Every kernel is built once
+and the shared sample's level 1, 2 and 3 task-1 kernels named in SAMPLE_KERNELS, read from ``--sample``
+(default ../shared/data/sakana_archive_subset.jsonl; the archive's code stays out of this
+repository; without the file only the demo kernels run), with their functional forms from
+verifier/functional_forms/. Every kernel is built once
 (``--build-only``, all at once), then its N processes run ``python -m verifier.judge`` with
 ``--jobs`` at a time sharing the GPU through the device lock (KB_DEVICE_LOCK_DIR), so every
 timing loop has the GPU alone while other processes' correctness trials overlap;
@@ -36,10 +38,13 @@ from verifier.functional_forms import write_row_sources  # noqa: E402
 
 DEMO_FAST = ("relu_float4_grid_stride", "softmax_warp_shuffle_online", "matmul_shared_tiled_32",
              "tiny_matmul_scaled_tiled", "linear_relu_shared_tiled")
-SAMPLE_ROWS = REPO / "bench" / "timing_repro_sample_rows.jsonl"
+DEFAULT_SAMPLE = REPO.parent / "shared" / "data" / "sakana_archive_subset.jsonl"
+# (level, task, kernel name): one passing kernel of each level's task 1 in the shared sample
+SAMPLE_KERNELS = ((1, 1, "load_balanced_tile_allocation_base"), (2, 1, "modular_conv2d_relu_bias_base"),
+                  (3, 1, "dense_nosync_fused_base"))
 
 
-def kernels(work: Path):
+def kernels(work: Path, sample: Path):
     """[(name, reference path, candidate path, functional path or None)]."""
     manifest = json.loads((REPO / "evaluator/demo_archive/manifest.json").read_text())
     found = []
@@ -49,10 +54,14 @@ def kernels(work: Path):
             fn = task.get("functional")
             found.append(("demo:" + entry["name"], REPO / task["module"], REPO / entry["file"],
                           REPO / fn if fn else None))
-    for line in SAMPLE_ROWS.read_text().splitlines():
-        row = json.loads(line)
-        name = "sample:L%d:%s" % (row["Level_ID"], row["Kernel_Name"])
-        found.append((name, *write_row_sources(work / "sources" / name.replace(":", "_"), row)))
+    if not sample.is_file():
+        print("no sample rows at %s: the demo kernels only" % sample, file=sys.stderr)
+        return found
+    for line in sample.read_text().splitlines():
+        row = json.loads(line) if line.strip() else None
+        if row and (row.get("Level_ID"), row.get("Task_ID"), row.get("Kernel_Name")) in SAMPLE_KERNELS:
+            name = "sample:L%d:%s" % (row["Level_ID"], row["Kernel_Name"])
+            found.append((name, *write_row_sources(work / "sources" / name.replace(":", "_"), row)))
     return found
 
 
@@ -151,12 +160,13 @@ def main(argv=None):
     p.add_argument("--only", help="comma-separated kernel names (as in the table)")
     p.add_argument("--compile", action="store_true", help="time the torch.compile baseline too (~15 s a process)")
     p.add_argument("--build-dir", default=os.path.join(tempfile.gettempdir(), "kb_timing_repro_builds"))
+    p.add_argument("--sample", type=Path, default=DEFAULT_SAMPLE, help="the archive rows the sample kernels come from")
     p.add_argument("--reserve-cpus", default="", help="e.g. 0,1: kept free for the timing loops (KB_TIMING_CPUS); "
                    "every judge process runs on the other CPUs until it times")
     args = p.parse_args(argv)
     out = Path(args.out)
     (out / "documents").mkdir(parents=True, exist_ok=True)
-    todo = kernels(out)
+    todo = kernels(out, args.sample)
     if args.only:
         todo = [k for k in todo if k[0] in args.only.split(",")]
     # A lock folder set by the caller is shared with other runs on the host (their timing loops and

@@ -50,13 +50,13 @@ pack() {
 }
 
 long() {
-    CUDA_VISIBLE_DEVICES=1 timeout "$1" taskset -c "$others" python3 bench/bench_timing_repro.py \
+    CUDA_VISIBLE_DEVICES=1 timeout "$1" taskset -c "$others" python3 bench/bench_timing_repro.py --sample "$sample" \
         --out /tmp/kb_issue16_repro_long --processes "$long_processes" --jobs "${LONG_JOBS:-4}" --only "$long_kernel" \
         --reserve-cpus 2,3 --time-budget 1.0 --build-dir "$builds" > "$logs/repro_long.log" 2>&1
     echo "repro long (GPU 1) done at $(elapsed) s"
 }
 if [ "$repro_processes" -gt 0 ]; then
-    (CUDA_VISIBLE_DEVICES=0 timeout $((limit - 25)) taskset -c "$others" python3 bench/bench_timing_repro.py \
+    (CUDA_VISIBLE_DEVICES=0 timeout $((limit - 25)) taskset -c "$others" python3 bench/bench_timing_repro.py --sample "$sample" \
         --out /tmp/kb_issue16_repro --processes "$repro_processes" --jobs "${REPRO_JOBS:-4}" \
         --reserve-cpus 0,1 --time-budget 1.0 --build-dir "$builds" > "$logs/repro.log" 2>&1
      echo "repro (GPU 0) done at $(elapsed) s") &

@@ -4,7 +4,10 @@
 # task and the sample's level 1/2/3 task-1 kernels (bench/bench_timing_repro.py), JOBS at a time
 # sharing the GPU through the device lock (each timing loop alone on it).
 #
-#   OUT=dir bash scripts/gpu_timing_check.sh [PROCESSES] [JOBS] [TIME_BUDGET_S] [LIMIT_S] [ONLY]
+#   OUT=dir [SAMPLE=rows.jsonl] bash scripts/gpu_timing_check.sh [PROCESSES] [JOBS] [TIME_BUDGET_S] [LIMIT_S] [ONLY]
+#
+# SAMPLE: the shared sample's rows (default ../shared/data/sakana_archive_subset.jsonl, carried
+# with the call); without it only the demo kernels run.
 #
 # Writes $OUT/versions.txt, $OUT/repro/summary.{json,md}, $OUT/repro/documents/*.json (every
 # result document, logs trimmed) and $OUT/repro.log. LIMIT_S stops the bench (the summary is
@@ -24,7 +27,7 @@ mkdir -p "$OUT/repro"
     nproc
 } > "$OUT/versions.txt" 2>&1
 # Smoke first (one process, one kernel): a broken GPU path stops here instead of spending the call.
-timeout 150 python3 bench/bench_timing_repro.py --out "$OUT/smoke" --processes 1 --jobs 1 --time-budget 0.5 \
+timeout 150 python3 bench/bench_timing_repro.py ${SAMPLE:+--sample "$SAMPLE"} --out "$OUT/smoke" --processes 1 --jobs 1 --time-budget 0.5 \
     --device cuda --only demo:relu_float4_grid_stride > "$OUT/smoke.log" 2>&1
 if ! grep -q '"verdict": "passed"' "$OUT"/smoke/documents/demo_relu_float4_grid_stride_p0.json 2>/dev/null; then
     echo "smoke failed after $SECONDS s"; tail -n 30 "$OUT/smoke.log"
@@ -33,7 +36,7 @@ if ! grep -q '"verdict": "passed"' "$OUT"/smoke/documents/demo_relu_float4_grid_
     exit 1
 fi
 echo "smoke passed after $SECONDS s" > "$OUT/repro.log"
-timeout "$limit" python3 bench/bench_timing_repro.py --out "$OUT/repro" --processes "$processes" --jobs "$jobs" \
+timeout "$limit" python3 bench/bench_timing_repro.py ${SAMPLE:+--sample "$SAMPLE"} --out "$OUT/repro" --processes "$processes" --jobs "$jobs" \
     --reserve-cpus "${RESERVE_CPUS:-0,1}" \
     --time-budget "$budget" --device cuda ${only:+--only "$only"} >> "$OUT/repro.log" 2>&1
 echo "bench exit $? after $SECONDS s" >> "$OUT/repro.log"
