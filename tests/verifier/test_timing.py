@@ -205,6 +205,36 @@ def test_h200_gpu_time_speedups_reproduce_across_processes_where_end_to_end_ones
     assert sum("timing_unaccounted" in r["blocking"] for r in runs) == 10 and len(runs) == 30
 
 
+def test_h200_five_processes_each_on_a_quiet_host_with_the_judge_2_2_1():
+    """Issue #16's acceptance run (docs/harness.md, "The same kernel in 5 processes on a quiet
+    H200"): 8 kernels, 5 processes each, 4 judges at a time sharing the GPU through the device
+    lock and nothing else on the host. Recomputed from the runs: which kernels stay within 3 %
+    on GPU time, and that end to end spreads more wherever the host's launches show."""
+    import json
+    import statistics
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parents[1] / "fixtures/h200/timing_repro_quiet_2_2_1.json").read_text())
+    assert data["meta"]["versions"]["gpu"] == "NVIDIA H200" and data["meta"]["versions"]["harness"] == "2.2.1"
+    spreads = {}
+    for kernel in data["kernels"]:
+        runs = kernel["runs"]
+        assert len(runs) == kernel["processes"] == 5 and all(r["verdict"] == "passed" for r in runs)
+        figures = [r["gpu_speedup"] for r in runs]
+        spread = (max(figures) - min(figures)) / statistics.median(figures)
+        assert spread == pytest.approx(kernel["gpu_speedup"]["spread"])
+        spreads[kernel["kernel"]] = (spread, kernel["e2e_speedup"]["spread"])
+    within = sorted(k for k, (gpu, _) in spreads.items() if gpu <= 0.03)
+    assert within == ["demo:linear_relu_shared_tiled", "demo:matmul_shared_tiled_32", "demo:relu_float4_grid_stride",
+                      "sample:L1:load_balanced_tile_allocation_base", "sample:L2:modular_conv2d_relu_bias_base"]
+    # the level-3 kernel synchronises inside its call: its launch is never hidden, so its "GPU
+    # time" still holds the host's time, as the runs say
+    l3 = next(k for k in data["kernels"] if k["kernel"].startswith("sample:L3"))
+    assert all(r["launch_hidden"]["calls"] == 0 for r in l3["runs"]) and spreads[l3["kernel"]][0] > 0.1
+    assert spreads["sample:L2:modular_conv2d_relu_bias_base"][1] > 1.0 > 0.02 > spreads[
+        "sample:L2:modular_conv2d_relu_bias_base"][0]
+
+
 def test_the_bundles_verify_py_prints_both_clocks():
     from verifier.bundle_script import comparison_rows
 
