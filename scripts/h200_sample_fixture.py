@@ -17,20 +17,14 @@ fixture holds kernel names, never kernel code.
 """
 import argparse
 import json
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_sample_reverify import parse_rows  # noqa: E402  the campaign's own reading of --rows
+
 REDACTED = "    [a line of the kernel's source, left out of the fixture]"
-
-
-def parse_rows(spec, count):
-    if not spec:
-        return list(range(count))
-    chosen = []
-    for part in spec.split(","):
-        low, _, high = part.strip().partition("-")
-        chosen += range(int(low), int(high or low) + 1)
-    return sorted(i for i in set(chosen) if 0 <= i < count)
 
 
 def code_lines(code: str) -> set[str]:
@@ -93,7 +87,7 @@ def main(argv=None):
             if archive[i]["Kernel_Name"] != row["kernel"]:
                 raise SystemExit(f"row {i} is {archive[i]['Kernel_Name']!r} in {args.redact_code}, not {row['kernel']!r}")
             row["document"] = redact(row["document"], code_lines(archive[i].get("CUDA_Code") or ""))
-    asked = parse_rows(args.asked, args.rows)
+    asked = sorted(parse_rows(args.asked, args.rows))
     fixture = {"about": args.about, "commit": args.commit, "calls": meta,
                **({"asked": asked} if args.asked else {}),
                "not_reached": [i for i in asked if i not in rows],
