@@ -246,7 +246,7 @@ def test_ncu_is_asked_for_the_archive_sections_on_the_candidates_own_kernels(mon
     joined = " ".join(command)
     for part in ("--csv", "--page details", "--print-units base", "--profile-from-start off", "--launch-count 5",
                  "--section Occupancy", "--section WarpStateStats", "--section MemoryWorkloadAnalysis",
-                 "--section ComputeWorkloadAnalysis", "regex:^(relu_kernel)($|<)", "profile_driver.py"):
+                 "--section ComputeWorkloadAnalysis", "regex:^(relu_kernel)($|<)", "-m verifier.profile_driver"):
         assert part in joined
 
 
