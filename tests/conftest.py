@@ -88,6 +88,20 @@ def harness_build_dir() -> str:
 
 
 @pytest.fixture(scope="session")
+def judge_server(harness_build_dir):
+    """A judge server for this test process (verifier/judge_server.py): the sandboxed judges the
+    tests start from this repository then skip their own torch import (about 2.4 CPU seconds each).
+    test_sandbox.py keeps starting a new interpreter, the path without a server."""
+    from verifier import judge_server as server
+
+    proc = server.serve_in_background()
+    yield os.environ[server.SOCKET_VARIABLE]
+    os.environ.pop(server.SOCKET_VARIABLE, None)
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture(scope="session")
 def archive_rows() -> list[dict]:
     """The test archive's rows (do not mutate: copy a row with dict(row, ...))."""
     return archive_fixture.archive_rows()

@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 
+from . import judge_server
 from . import result
 
 try:
@@ -45,7 +46,7 @@ def _die_with_parent():
         pass
 
 
-def _limits(cpu_seconds, address_space):
+def limits(cpu_seconds, address_space):
     def apply():
         _die_with_parent()
         if resource is None:
@@ -120,10 +121,15 @@ def run_harness_isolated(argv, *, cwd=None, timeout_s, memory_limit_bytes=None, 
     started = time.monotonic()
     state = {"timed_out": False, "memory_killed": False, "peak_rss": 0}
     with open(out_path, "wb") as out_fh, open(err_path, "wb") as err_fh:
+        server = os.environ.get(judge_server.SOCKET_VARIABLE)
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=child_env, stdout=out_fh, stderr=err_fh,
-                                    stdin=subprocess.DEVNULL, start_new_session=True,
-                                    preexec_fn=_limits(cpu_seconds, address_space))
+            if server and judge_server.serves(argv, cwd):  # the same judge process, without its torch import
+                proc = judge_server.ServedJudge(server, argv[3:], cwd=cwd, env=child_env, stdout=out_fh,
+                                                stderr=err_fh, cpu_seconds=cpu_seconds, address_space=address_space)
+            else:
+                proc = subprocess.Popen(argv, cwd=cwd, env=child_env, stdout=out_fh, stderr=err_fh,
+                                        stdin=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=limits(cpu_seconds, address_space))
         except OSError as exc:
             return _document("error", "could not start the harness: %s" % exc, None, None, False, 0.0, "", None)
 

@@ -44,7 +44,7 @@ def test_manifest_covers_every_design_row():
 
 
 @pytest.fixture(scope="session")
-def cpu_suite_docs():
+def cpu_suite_docs(judge_server):
     """Run every CPU entry once, sharing one extension build cache: the untimed ones two at a
     time, then the timed ones one at a time (as gpu_campaign's phase B does), so a judge's clock
     check is not measuring the other judge of this fixture."""

@@ -3,11 +3,21 @@ takes the caller down."""
 import sys
 from pathlib import Path
 
+import pytest
+
 from verifier import build as harness_build
+from verifier import judge_server
 from verifier.sandbox import run_harness_isolated
 
 ROOT = Path(__file__).resolve().parents[2]
 RELU = ROOT / "verifier" / "cheat_suite" / "tasks" / "relu.py"
+
+
+@pytest.fixture(autouse=True)
+def new_interpreters(monkeypatch):
+    """These tests cover the sandbox starting the judge itself (a worker with no judge server);
+    tests/verifier/test_judge_server.py covers judges forked by a server."""
+    monkeypatch.delenv(judge_server.SOCKET_VARIABLE, raising=False)
 
 
 def harness_argv(candidate, *extra):
