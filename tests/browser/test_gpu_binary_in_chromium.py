@@ -1,6 +1,7 @@
 """Issue #19, "what the GPU ran", in Chromium: the kernel page's panel under the source shows the
 H200 listing's registers, shared memory, spills, SASS and PTX, and ncu's hot spots linked into
-the SASS and the source, and fits a 1024 px window (the listings scroll, the page does not)."""
+the SASS and the source, and fits 390, 1024 and 1366 px windows (the listings scroll, the page
+does not)."""
 import pytest
 from django.core.cache import cache
 
@@ -84,6 +85,24 @@ def test_registers_shared_memory_spills_and_sass_at_1024_px(live_server, chromiu
     assert sizes["page"] <= sizes["viewport"], sizes
     watched.screenshot("gpu_binary_spills_1024")
     page.locator("#gpu-binary").screenshot(path=str(SCREENSHOTS / "gpu_binary_spills_1024_panel.png"))
+    watched.assert_clean()
+    context.close()
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_the_panel_fits_a_phone_and_a_wide_window(live_server, chromium, listed, width):
+    """The issue's other two widths: the resource table and the listings scroll inside the panel;
+    the page itself never scrolls sideways."""
+    matmul, _ = listed
+    context = chromium.new_context(viewport={"width": width, "height": 900})
+    watched = WatchedPage(context.new_page())
+    page = watched.page
+    assert page.goto(f"{live_server.url}/kernels/{matmul.id}/").status == 200
+    page.wait_for_load_state("networkidle")
+    assert page.locator("#gpu-binary").is_visible() and _cells(page)["registers"] == "32"
+    sizes = _fits(page)
+    assert sizes["page"] <= sizes["viewport"] and sizes["panel"] <= sizes["viewport"], sizes
+    watched.screenshot("gpu_binary_matmul_%d" % width)
     watched.assert_clean()
     context.close()
 
