@@ -201,8 +201,8 @@ _early = None
 
 
 def spawn_early(argv):
-    """At the top of the judge's ``__main__``: start the runner for the device the command line
-    names (or for a device decided later)."""
+    """In the judge's ``__main__`` once its imports are done (or in a judge a server forked): start
+    the runner for the device the command line names (or for a device decided later)."""
     global _early
     device = None
     for i, arg in enumerate(argv):
