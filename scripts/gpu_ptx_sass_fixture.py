@@ -27,37 +27,9 @@ DEMO_KERNELS = ("matmul_shared_tiled_32", "softmax_block_per_row_shared", "softm
 MODEL_NEW = REPO / "verifier" / "cheat_suite" / "candidates" / "honest_model_new_relu_cu.py"
 
 # Written for this fixture: a template whose 96 live accumulators cannot fit in the 32 registers
-# that __launch_bounds__(256, 8) leaves, so ptxas spills (and the listing must say so).
-SPILL_SOURCE = r"""
-#include <torch/extension.h>
-#include <c10/cuda/CUDAStream.h>
-
-template <int N>
-__global__ void __launch_bounds__(256, 8) spill_accumulate(const float* __restrict__ in, float* __restrict__ out,
-                                                            int n) {
-    float acc[N];
-#pragma unroll
-    for (int j = 0; j < N; ++j) acc[j] = in[(threadIdx.x + j * 131) % n];
-    for (int it = 0; it < 8; ++it) {
-#pragma unroll
-        for (int j = 0; j < N; ++j) acc[j] = acc[j] * acc[(j + it + 1) % N] + in[(j * 7 + it) % n];
-    }
-    float s = 0.f;
-#pragma unroll
-    for (int j = 0; j < N; ++j) s += acc[j] * (j + 1);
-    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
-}
-
-torch::Tensor forward(torch::Tensor x) {
-    auto xc = x.contiguous();
-    auto out = torch::empty({4096}, xc.options());
-    spill_accumulate<96><<<16, 256, 0, c10::cuda::getCurrentCUDAStream()>>>(xc.data_ptr<float>(),
-                                                                             out.data_ptr<float>(), (int)xc.numel());
-    return out;
-}
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &forward, "spill on purpose"); }
-"""
+# that __launch_bounds__(256, 8) leaves, so ptxas spills (and the listing must say so). Kept in the
+# fixture folder as the source of its listing; built from there.
+SPILL_SOURCE = (REPO / "tests" / "fixtures" / "h200" / "gpu_binary" / "spill_accumulate_96.cu").read_text()
 
 
 def demo_rows():
