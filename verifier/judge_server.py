@@ -31,6 +31,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 if __name__ == "__main__":
@@ -165,6 +166,7 @@ class ServedJudge:
 
     def __init__(self, path, argv, *, cwd, env, stdout, stderr, cpu_seconds, address_space):
         self.returncode = None
+        self.lock = threading.Lock()  # the sandbox's watchdog polls while its caller waits
         self.conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.conn.connect(path)
         request = {"argv": list(argv), "cwd": None if cwd is None else str(cwd),
@@ -180,26 +182,29 @@ class ServedJudge:
         self.pid = started["pid"]
 
     def poll(self):
-        if self.returncode is None and select.select([self.conn], [], [], 0)[0]:
+        with self.lock:
+            ready = self.returncode is None and select.select([self.conn], [], [], 0)[0]
+        if ready:
             self._read_end()
         return self.returncode
 
     def wait(self, timeout=None):
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.returncode is None:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if select.select([self.conn], [], [], left)[0]:
-                self._read_end()
-            elif deadline is not None:
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
                 raise subprocess.TimeoutExpired(["verifier.judge"], timeout)
+            time.sleep(0.01)
         return self.returncode
 
     def _read_end(self):
-        line = self.reader.readline()
-        # a server gone before its judge ended: the judge died with it (killed, as the sandbox would)
-        self.returncode = json.loads(line)["returncode"] if line else -signal.SIGKILL
-        self.reader.close()
-        self.conn.close()
+        with self.lock:
+            if self.returncode is not None:
+                return
+            line = self.reader.readline()
+            # a server gone before its judge ended: the judge died with it (killed, as the sandbox would)
+            self.returncode = json.loads(line)["returncode"] if line else -signal.SIGKILL
+            self.reader.close()
+            self.conn.close()
 
 
 def serve_in_background():
