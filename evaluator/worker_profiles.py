@@ -4,6 +4,8 @@ import json
 import logging
 from pathlib import Path
 
+from django.db import transaction
+
 from kernels.models import Kernel, Profile
 from kernels.services import profile_store
 
@@ -69,14 +71,22 @@ def gpu_listings_import(*, path) -> dict:
     ``make demo`` loads evaluator/demo_archive/gpu_listings_h200.json this way. Returns
     {"stored": n, "not_here": [names whose code no kernel has]}."""
     document = json.loads(Path(path).read_text(encoding="utf-8"))
+    entries = sorted(document["kernels"].items()) if isinstance(document, dict) else None
+    for name, entry in entries or []:  # the whole file is read before anything is stored
+        if not (isinstance(entry, dict) and isinstance(entry.get("code_sha256"), str)
+                and isinstance(entry.get("listing"), dict)):
+            raise ValueError(f"listing {name!r} needs a code_sha256 string and a listing object")
+    if entries is None:
+        raise ValueError('the file is not {"kernels": {name: {"code_sha256", "listing"}}}')
     stored, not_here = 0, []
-    for name, entry in sorted(document["kernels"].items()):
-        kernel_ids = list(Kernel.objects.filter(code_sha256=entry["code_sha256"]).values_list("id", flat=True))
-        if not kernel_ids:
-            not_here.append(name)
-        for kernel_id in kernel_ids:
-            _store_listing(kernel_id, dict(entry["listing"]))
-            stored += 1
+    with transaction.atomic():
+        for name, entry in entries:
+            kernel_ids = list(Kernel.objects.filter(code_sha256=entry["code_sha256"]).values_list("id", flat=True))
+            if not kernel_ids:
+                not_here.append(name)
+            for kernel_id in kernel_ids:
+                _store_listing(kernel_id, dict(entry["listing"]))
+                stored += 1
     return {"stored": stored, "not_here": not_here}
 
 

@@ -48,6 +48,18 @@ def test_demo_listings_land_on_the_kernels_with_that_code(archive):
     assert Profile.objects.filter(kind=Profile.Kind.GPU_BINARY).count() == 4
 
 
+def test_a_listings_file_with_a_bad_entry_stores_nothing_and_says_which(archive, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    document = json.loads(DEMO_LISTINGS.read_text())
+    document["kernels"]["zz_broken"] = {"code_sha256": "0" * 64}  # no listing, after good entries
+    bad = tmp_path / "listings.json"
+    bad.write_text(json.dumps(document))
+    with pytest.raises(CommandError, match="zz_broken.*listing object"):
+        call_command("import_gpu_listings", str(bad))
+    assert not Profile.objects.filter(kind=Profile.Kind.GPU_BINARY).exists()
+
+
 def test_the_kernel_page_shows_resources_sass_ptx_and_hot_spots(client, archive):
     gpu_listings_import(path=DEMO_LISTINGS)
     matmul = Kernel.objects.get(name="matmul_shared_tiled_32")
