@@ -4,7 +4,6 @@ kernels timed in separate processes beside that run (docs/harness.md, "The judge
 H200: the rest of the shared sample"). The fixtures record what happened, misses included."""
 import json
 import re
-from pathlib import Path
 
 import pytest
 from django.core.cache import cache
@@ -15,19 +14,10 @@ from evaluator.verification_results import fields_from_result
 from kernels.models import Kernel, Verification
 from kernels.services import archive_import_file
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures" / "h200"
-SAMPLE_RECORDS = REPO / "evaluator" / "h200_results" / "sample_subset_h200.jsonl"
+from tests.evaluator.test_h200_judge_2_1 import FIXTURES, REPO, SAMPLE_RECORDS, blocking, load
+
 DEMO_RECORDS = REPO / "evaluator" / "h200_results" / "demo_archive_h200.jsonl"
 PER_CALL_INPUTS = "get_inputs() on the GPU under a new seed per call"
-
-
-def load(name):
-    return json.loads((FIXTURES / name).read_text())
-
-
-def blocking(doc):
-    return {flag["name"] for flag in doc["flags"] if flag["blocking"]}
 
 
 def test_every_row_asked_has_a_judge_2_2_verdict_on_the_h200():
