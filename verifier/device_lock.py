@@ -8,7 +8,16 @@ directory shared by every worker process on the host:
 - ``<device>.lock``: held shared by every process doing GPU work, exclusive by the one
   measuring;
 - ``<device>.gate``: taken (exclusive, briefly) before asking for either, so a process
-  queueing for exclusive use stops new shared holders from starving it.
+  queueing for exclusive use stops new shared holders from starving it;
+- ``<device>.writers``: held shared by every process that waits for or holds the device
+  alone; a process asking for shared use first waits until nobody holds it. So once the
+  shared holders have drained for one exclusive holder, every exclusive request queued by
+  then is served before a new shared holder comes in: one drain serves a batch of timing
+  loops and ncu windows, instead of one drain each (with the gate alone, a new judge that won
+  the gate between two queued timings had to finish its whole correctness phase before the
+  second timing could start: the ~60 s each job waited for the GPU on the H200). Exclusive
+  requests come only from processes already running (a judge reaching its timing, a profile
+  driver loaded), so shared holders wait at most for those.
 
 No process ever holds the lock while it waits at the gate: ``ProcessHold.alone`` gives up
 the shared hold before queueing for exclusive use and takes it back afterwards. (Upgrading
@@ -48,24 +57,40 @@ class DeviceLock:
         key = device_key(device)
         self.lock_path = lock_dir / f"{key}.lock"
         self.gate_path = lock_dir / f"{key}.gate"
+        self.writers_path = lock_dir / f"{key}.writers"
 
     def acquire(self, mode: int):
         """Queue at the gate, then take the lock in ``fcntl.LOCK_SH`` or ``LOCK_EX`` mode; returns
-        the open lock file (close it, or ``release`` it, to let go)."""
+        the open lock file (close it, or ``release`` it, to let go). Shared requests first wait
+        until no exclusive request is queued or held (the writers file)."""
         handle = open(self.lock_path, "a+")
+        handle.kb_writers = None
         try:
+            if mode == fcntl.LOCK_EX:  # announced until released: shared requests wait behind it
+                handle.kb_writers = open(self.writers_path, "a+")
+                fcntl.flock(handle.kb_writers, fcntl.LOCK_SH)
+            else:
+                with open(self.writers_path, "a+") as writers:
+                    fcntl.flock(writers, fcntl.LOCK_EX)
             with open(self.gate_path, "a+") as gate:
                 fcntl.flock(gate, fcntl.LOCK_EX)
                 fcntl.flock(handle, mode)
         except BaseException:
-            handle.close()
+            self._close(handle)
             raise
         return handle
 
-    @staticmethod
-    def release(handle) -> None:
+    @classmethod
+    def release(cls, handle) -> None:
         fcntl.flock(handle, fcntl.LOCK_UN)
+        cls._close(handle)
+
+    @staticmethod
+    def _close(handle) -> None:
         handle.close()
+        writers = getattr(handle, "kb_writers", None)
+        if writers is not None:
+            writers.close()
 
     @contextlib.contextmanager
     def held(self, mode: int):

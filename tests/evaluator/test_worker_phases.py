@@ -1,5 +1,6 @@
 """The worker's two phases: builds in parallel, one measuring run per device, ncu's plumbing."""
 import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -124,6 +125,47 @@ def test_a_queued_exclusive_request_holds_back_new_shared_holders(tmp_path):
 
     assert _run_threads([first_reader, writer, late_reader], deadline_s=20) == []
     assert order == ["first reader out", "writer in", "late reader in"]
+
+
+def test_exclusive_requests_queued_during_one_drain_all_go_before_a_new_shared_holder(tmp_path):
+    """One drain of the shared holders serves every timing queued by then: a judge starting meanwhile
+    waits behind the second timing too, instead of making it wait for its whole correctness phase."""
+    lock, order = DeviceLock(tmp_path, "cuda"), []
+    first_reader_in = threading.Event()
+
+    def first_reader():
+        with lock.shared():
+            first_reader_in.set()
+            time.sleep(0.6)
+            order.append("first reader out")
+
+    def writer(name, delay):
+        def run():
+            first_reader_in.wait()
+            time.sleep(delay)
+            with lock.exclusive():
+                order.append(name + " in")
+                time.sleep(0.2)
+        return run
+
+    def late_reader():
+        first_reader_in.wait()
+        time.sleep(0.15)  # after the first timing queued, before the second
+        with lock.shared():
+            order.append("late reader in")
+
+    assert _run_threads([first_reader, writer("writer 1", 0.0), late_reader, writer("writer 2", 0.3)],
+                        deadline_s=20) == []
+    assert order == ["first reader out", "writer 1 in", "writer 2 in", "late reader in"]
+
+
+def test_releasing_an_exclusive_hold_lets_shared_holders_in(tmp_path):
+    lock = DeviceLock(tmp_path, "cuda")
+    handle = lock.acquire(fcntl.LOCK_EX)
+    DeviceLock.release(handle)
+    assert handle.closed and handle.kb_writers.closed
+    with lock.shared() as waited:
+        assert waited < 1
 
 
 def test_device_lock_is_per_device(tmp_path, monkeypatch):
