@@ -2,7 +2,7 @@
 
     python bench/bench_worker.py sequential --kernels 1,2,3 [--build-dir DIR] [--out result.json]
     python bench/bench_worker.py worker --kernels 1,2,3|all [--gpus 0,1] [--threads 12] [--out result.json]
-        [--deadline-s S]
+        [--deadline-s S] [--stop-wait-s S]
 
 Run it on a GPU host whose database already holds the archive (ARCHIVE_DATA_DIR or
 DATABASE_URL as for the site). Both modes do the same work per kernel: build its
@@ -23,6 +23,9 @@ lint it with clang-tidy.
   consumers gracefully after S seconds (running jobs finish, queued ones stay queued in
   Huey's store); ``--kernels remaining`` picks the kernels with no finished run and waits for
   the runs already open, so a long campaign can span several sessions on one database.
+  ``--stop-wait-s`` bounds how long the jobs still running at the deadline may take to finish
+  (default 300); past it the consumers are killed and those runs stay ``running`` (not counted),
+  so a one-call GPU script ends inside its limit.
 
 Prints a summary and writes it as JSON to ``--out``. Figures, not asserts.
 """
@@ -92,7 +95,8 @@ def sequential(kernels, build_dir: Path) -> dict:
             "kernels_per_hour": round(3600 * len(rows) / wall, 1), "runs": rows}
 
 
-def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0, deadline_s: float | None = None) -> dict:
+def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0, deadline_s: float | None = None,
+           stop_wait_s: float = 300) -> dict:
     kernel_ids = list(kernels.values_list("id", flat=True))
     started_at = time.time()
     consumers = []
@@ -128,17 +132,22 @@ def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0, deadline
         for consumer in consumers:  # SIGINT: Huey lets running jobs finish, queued ones stay queued
             if consumer.poll() is None:
                 os.killpg(consumer.pid, signal.SIGINT)
+        stop_by = time.monotonic() + stop_wait_s
         for consumer in consumers:
             try:
-                consumer.wait(timeout=300)
+                consumer.wait(timeout=max(0.0, stop_by - time.monotonic()))
             except subprocess.TimeoutExpired:
                 os.killpg(consumer.pid, signal.SIGKILL)
+                consumer.wait()
     wall = time.monotonic() - started
     close_old_connections()
     finished_ids = list(Verification.objects.filter(id__in=ids).exclude(status__in=services.OPEN_STATUSES)
                         .values_list("id", flat=True))
     runs = list(Verification.objects.filter(id__in=finished_ids).values(
-        "kernel_id", "status", "attempts", "worker", "phases", "gpu_name", "speedup_eager", "finished_at"))
+        "kernel_id", "kernel__name", "kernel__task__level", "status", "attempts", "worker", "phases", "gpu_name",
+        "speedup_eager", "flags", "started_at", "finished_at"))
+    for run in runs:  # flag names only: the evidence is in the database that comes back
+        run["flags"] = [flag.get("name") if isinstance(flag, dict) else flag for flag in run["flags"] or []]
     per_kernel = {}
     for run in runs:
         per_kernel[run["kernel_id"]] = per_kernel.get(run["kernel_id"], 0) + 1
@@ -166,7 +175,10 @@ def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0, deadline
         "clang_tidy_profiles_errored": Profile.objects.filter(kernel_id__in=kernel_ids, kind="clang_tidy",
                                                               origin="worker", parsed__errored=True).count(),
         "phases": {name: phase(name) for name in ("build_s", "device_wait_s", "alone_s", "run_s", "ncu_s",
-                                                  "ncu_after_run_s", "clang_tidy_s", "clang_tidy_wait_s")},
+                                                  "ncu_after_run_s", "clang_tidy_s", "clang_tidy_wait_s",
+                                                  "gpu_binary_s")},
+        "first_result_s": round(min((r["finished_at"].timestamp() for r in runs if r["finished_at"]),
+                                    default=started_at) - started_at, 1) if runs else None,
         "lint_workers": settings.VERIFY_LINT_WORKERS, "timing_cpus": settings.VERIFY_TIMING_CPUS or None,
         "started_at": started_at,
         "runs": runs,
@@ -181,6 +193,8 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=12, help="worker mode: threads per consumer")
     parser.add_argument("--build-dir", default="/tmp/kb_sequential_builds", help="sequential mode: cold build dir")
     parser.add_argument("--deadline-s", type=float, help="worker mode: stop the consumers gracefully after S s")
+    parser.add_argument("--stop-wait-s", type=float, default=300,
+                        help="worker mode: after the deadline, how long running jobs may take to finish")
     parser.add_argument("--out", help="write the summary as JSON here")
     args = parser.parse_args(argv)
     kernels = kernels_from(args.kernels)
@@ -188,7 +202,7 @@ def main(argv=None):
         summary = sequential(list(kernels), Path(args.build_dir))
     else:
         summary = worker(kernels, [g.strip() for g in args.gpus.split(",") if g.strip()], args.threads,
-                         deadline_s=args.deadline_s)
+                         deadline_s=args.deadline_s, stop_wait_s=args.stop_wait_s)
     text = json.dumps(summary, indent=1, default=str)
     print(json.dumps({k: v for k, v in summary.items() if k != "runs"}, indent=1, default=str))
     if args.out:

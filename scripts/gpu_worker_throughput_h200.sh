@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Issue #16's worker throughput on ONE GPU of a bare 16-core host, in one device call of at most
+# 600 s (docs/worker.md, "Measured on an H200 host"): the site's worker (`manage.py run_huey`, one
+# consumer, THREADS threads) on the 42 kernels of the earlier 185/h runs (ids 13-26, 47-60, 81-94
+# of a fresh import of the shared sample, interleaved by task), cold build cache, every run
+# building, verifying, ncu-profiling and linting, stopped gracefully at the deadline.
+#
+#   bash scripts/gpu_worker_throughput_h200.sh pack        # here: makes what the call carries
+#   OUT=dir bash scripts/gpu_worker_throughput_h200.sh run [THREADS]   # on the GPU host
+#   OUT=dir bash scripts/gpu_worker_throughput_h200.sh check           # anywhere: setup only, no GPU
+#
+# `pack` writes .whl/ (the worker's pure-Python packages missing from the GPU image) and
+# .device/ (data.tgz: a migrated SQLite archive of the shared sample made with import_archive;
+# clang_tidy.tar.xz: the clang-tidy binary and clang's headers from the pinned PyPI wheel, which
+# as a wheel alone would take the tree past the 64 MiB a call carries). Both are git-ignored:
+# name `.whl` and `.device` in the call's carry.
+#
+# `run` writes to $OUT: summary.txt (kernels/hour, per-phase medians, one line per kernel),
+# worker.json (bench_worker's summary with every run's phases), consumer.log (its tail), run.log (this script's output),
+# results.tgz (the database and Huey's queue, for a fixture). TOTAL_S (default 570) is the whole
+# call's budget: the worker's deadline is what is left after the setup, minus STOP_WAIT_S (default
+# 75) for the jobs running at the deadline to finish, minus 20 s for writing the results.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:?pack, run or check}
+KERNELS=${KERNELS:-13,47,81,14,48,82,15,49,83,16,50,84,17,51,85,18,52,86,19,53,87,20,54,88,21,55,89,22,56,90,23,57,91,24,58,92,25,59,93,26,60,94}
+# The names the earlier runs recorded for ids 13, 47 and 81 (tests/fixtures/h200/worker_session3.json).
+EXPECTED_NAMES=${EXPECTED_NAMES:-13:unrolled_loop_optimization_base}
+SAMPLE=${SAMPLE:-../shared/data/sakana_archive_subset.jsonl}
+WHEELS="Django==5.2.19 asgiref==3.13.0 sqlparse==0.6.1 djangorestframework==3.18.3 huey==3.5.4 dj-database-url==3.1.2"
+CLANG_TIDY=clang-tidy==23.1.4
+start=$(date +%s)
+elapsed() { echo $(( $(date +%s) - start )); }
+
+if [ "$mode" = pack ]; then
+    py=${PYTHON:-.venv/bin/python}
+    rm -rf .whl .device/data .device/data.tgz && mkdir -p .whl .device/data
+    platform="--only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
+    # shellcheck disable=SC2086
+    $py -m pip download -q --no-deps $platform -d .whl $WHEELS || exit 1
+    if [ ! -f .device/clang_tidy.tar.xz ]; then
+        tmp=$(mktemp -d)
+        # shellcheck disable=SC2086
+        $py -m pip download -q --no-deps $platform -d "$tmp" $CLANG_TIDY || exit 1
+        (cd "$tmp" && unzip -q clang_tidy-*.whl 'clang_tidy/data/bin/clang-tidy' 'clang_tidy/data/lib/*' &&
+            tar -cf - clang_tidy | xz -6 -T0 > clang_tidy.tar.xz) || exit 1
+        mv "$tmp/clang_tidy.tar.xz" .device/ && rm -rf "$tmp"
+    fi
+    ARCHIVE_DATA_DIR=$PWD/.device/data DJANGO_SETTINGS_MODULE=archive_site.settings_gpu_worker \
+        $py manage.py migrate --noinput -v0 || exit 1
+    ARCHIVE_DATA_DIR=$PWD/.device/data DJANGO_SETTINGS_MODULE=archive_site.settings_gpu_worker \
+        $py manage.py import_archive "$SAMPLE" --no-progress || exit 1
+    tar czf .device/data.tgz -C .device data && rm -rf .device/data
+    du -cb .whl .device | tail -1
+    git ls-files -z | xargs -0 du -cb | tail -1
+    exit 0
+fi
+
+OUT=${OUT:?set OUT to the results directory}
+mkdir -p "$OUT"
+site=/tmp/kb_site
+work=/tmp/kb_h200
+exec > >(tee -a "$OUT/run.log") 2>&1
+rm -rf "$site" "$work" && mkdir -p "$site" "$work" || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/*.whl || exit 1
+tar xJf .device/clang_tidy.tar.xz -C "$site" || exit 1
+tar xzf .device/data.tgz -C "$work" || exit 1
+# The clang-tidy binary itself on PATH (verifier/clang_tidy_run.py finds it there).
+export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} PATH=$site/clang_tidy/data/bin:$PATH
+export DJANGO_SETTINGS_MODULE=archive_site.settings_gpu_worker
+export ARCHIVE_DATA_DIR=$work/data
+export ARCHIVE_BUILD_CACHE_DIR=$work/builds  # cold: made fresh above
+export ARCHIVE_VERIFY_DEVICE=${ARCHIVE_VERIFY_DEVICE:-cuda}
+# Eager baseline only, as in the 185/h runs: a torch.compile baseline costs ~15 s in every judge.
+export ARCHIVE_VERIFY_HARNESS_ARGS=${ARCHIVE_VERIFY_HARNESS_ARGS:---no-compile --time-budget 2}
+export ARCHIVE_VERIFY_TIMEOUT_S=${ARCHIVE_VERIFY_TIMEOUT_S:-600}
+# The judge pins itself to the first reserved CPU and its runner to the second while timing
+# (verifier/timing_report.py): two of the 16, the other 14 for builds, judges, ncu and lints.
+export ARCHIVE_VERIFY_TIMING_CPUS=${ARCHIVE_VERIFY_TIMING_CPUS:-0,1}
+export ARCHIVE_VERIFY_LINT_WORKERS=${ARCHIVE_VERIFY_LINT_WORKERS:-4}
+export PYTHONUNBUFFERED=1
+threads=${2:-24}
+echo "setup done at $(elapsed) s; $(nproc) CPUs; threads $threads; timing CPUs $ARCHIVE_VERIFY_TIMING_CPUS"
+command -v clang-tidy && clang-tidy --version | head -2
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
+python3 - "$KERNELS" "$EXPECTED_NAMES" <<'EOF' || exit 1
+import os, sys
+import django
+sys.path.insert(0, os.getcwd())
+django.setup()
+from kernels.models import Kernel
+import torch
+from verifier.clang_tidy_run import clang_tidy_binary
+ids = [int(i) for i in sys.argv[1].split(",")]
+names = dict(Kernel.objects.filter(id__in=ids).values_list("id", "name"))
+missing = sorted(set(ids) - set(names))
+expected = dict(pair.split(":", 1) for pair in sys.argv[2].split(",") if pair)
+wrong = {i: (n, names.get(int(i))) for i, n in expected.items() if names.get(int(i)) != n}
+print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count())
+print("django", django.__version__, "clang-tidy", clang_tidy_binary(), "kernels", len(names), "of", len(ids))
+if missing or wrong or not clang_tidy_binary():
+    sys.exit("not the expected archive or toolchain: missing %s, wrong names %s" % (missing, wrong))
+EOF
+[ "$mode" = check ] && { echo "check done at $(elapsed) s"; exit 0; }
+[ "$mode" = run ] || { echo "unknown mode $mode" >&2; exit 2; }
+
+TOTAL_S=${TOTAL_S:-570}
+STOP_WAIT_S=${STOP_WAIT_S:-75}
+deadline=$(( TOTAL_S - $(elapsed) - STOP_WAIT_S - 20 ))
+echo "worker: $threads threads, deadline $deadline s, then up to $STOP_WAIT_S s for running jobs"
+# Everything starts off the reserved CPUs (the judges pin their timing onto them themselves).
+last=$(( $(nproc) - 1 ))
+pin=""
+command -v taskset >/dev/null && [ "$last" -gt 2 ] && pin="taskset -c 2-$last"
+$pin python3 bench/bench_worker.py worker --kernels "$KERNELS" --gpus 0 --threads "$threads" \
+    --deadline-s "$deadline" --stop-wait-s "$STOP_WAIT_S" --out "$OUT/worker.json" > "$work/bench.log" 2>&1
+status=$?
+tail -c 4000 "$work/bench.log"
+tail -c 3000000 "$ARCHIVE_DATA_DIR"/consumer_gpu*.log > "$OUT/consumer.log" 2>/dev/null
+python3 scripts/worker_throughput_summary.py "$OUT/worker.json" > "$OUT/summary.txt" && cat "$OUT/summary.txt"
+for db in "$ARCHIVE_DATA_DIR"/archive.sqlite3 "$ARCHIVE_DATA_DIR"/huey.sqlite3; do  # fold the WAL in
+    [ -f "$db" ] && python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA wal_checkpoint(TRUNCATE)")' "$db"
+done
+tar czf "$OUT/results.tgz" -C "$work" --exclude='*.log' data
+echo "done at $(elapsed) s"
+exit $status

@@ -1,0 +1,40 @@
+"""bench_worker's JSON summary (worker mode) as text: kernels/hour, per-phase medians, one line per kernel.
+
+    python scripts/worker_throughput_summary.py worker.json
+"""
+import json
+import sys
+
+PHASES = ("build_s", "run_s", "device_wait_s", "alone_s", "ncu_s", "ncu_after_run_s", "clang_tidy_s",
+          "clang_tidy_wait_s", "gpu_binary_s")
+
+
+def summary(doc: dict) -> str:
+    lines = [
+        "kernels/hour: %s (%s of %s kernels finished in %s s; stopped at the deadline: %s; still open: %s)" % (
+            doc["kernels_per_hour"], doc["kernels"], doc["queued"], doc["wall_s"], doc["stopped_at_deadline"],
+            doc["still_open"]),
+        "threads: %s, lint workers: %s, timing CPUs: %s, first result after %s s" % (
+            doc["threads_per_gpu"], doc.get("lint_workers"), doc.get("timing_cpus"), doc.get("first_result_s")),
+        "statuses: %s; recorded twice: %s; attempted more than once: %s" % (
+            doc["status_counts"], doc["kernels_recorded_twice"], doc["runs_attempted_more_than_once"]),
+        "stored: ncu %s, clang-tidy %s (errored %s)" % (
+            doc["ncu_profiles_stored"], doc["clang_tidy_profiles_stored"], doc["clang_tidy_profiles_errored"]),
+        "phase medians (s): " + ", ".join("%s %s" % (name, (doc["phases"].get(name) or {}).get("median"))
+                                          for name in PHASES),
+        "",
+        "kernel level name status speedup_eager flags " + " ".join(PHASES),
+    ]
+    for run in sorted(doc["runs"], key=lambda r: r["kernel_id"]):
+        phases = run.get("phases") or {}
+        speedup = run.get("speedup_eager")
+        lines.append(" ".join(str(part) for part in [
+            run["kernel_id"], run.get("kernel__task__level"), run.get("kernel__name"), run["status"],
+            "-" if speedup is None else "%.3g" % speedup, ",".join(run.get("flags") or []) or "-",
+            *(phases.get(name, "-") for name in PHASES)]))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as fh:
+        print(summary(json.load(fh)))
