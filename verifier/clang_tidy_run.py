@@ -92,9 +92,11 @@ def run_clang_tidy(source: str, *, kind: str, timeout_s: float = 120, cuda_home:
         try:
             # Its own session: a worker stopping gracefully (SIGINT to its process group) lets the
             # jobs it is running finish, and this lint is part of one (seen killed at -2 on the H200).
+            # At a lower CPU priority: the job waits for its lint only at its end, while the judges
+            # beside it hold the GPU (LINT_NICE).
             done = subprocess.run(
                 command, cwd=work, capture_output=True, text=True, errors="replace", timeout=timeout_s,
-                env=_tool_env(), start_new_session=True,
+                env=_tool_env(), start_new_session=True, preexec_fn=_lower_priority,
             )
         except subprocess.TimeoutExpired as exc:
             return {
@@ -111,6 +113,16 @@ def run_clang_tidy(source: str, *, kind: str, timeout_s: float = 120, cuda_home:
     if done.returncode != 0 and not stderr.strip():
         stderr = f"clang-tidy exited with status {done.returncode}\n"
     return {"stdout": stdout, "stderr": stderr, "errored": errored}
+
+
+LINT_NICE = 10
+
+
+def _lower_priority() -> None:
+    try:
+        os.nice(LINT_NICE)
+    except OSError:
+        pass
 
 
 def clang_tidy_binary() -> str | None:

@@ -59,6 +59,15 @@ def limits(cpu_seconds, address_space):
     return apply
 
 
+def lower_priority(pid, nice):
+    """Raise ``pid``'s nice value by ``nice`` (its children inherit it); a priority, not a limit:
+    nothing here depends on it holding."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, pid) + nice))
+    except (OSError, AttributeError):
+        pass
+
+
 def _tree_rss(root):
     """Resident bytes of ``root`` and every process descended from it (Linux /proc): the
     judge's runner lives in a session and namespaces of its own, but not outside this tree."""
@@ -105,8 +114,11 @@ def _tail(path):
         return ""
 
 
-def run_harness_isolated(argv, *, cwd=None, timeout_s, memory_limit_bytes=None, env=None):
-    """Run argv isolated; return the harness document or a failure/error document."""
+def run_harness_isolated(argv, *, cwd=None, timeout_s, memory_limit_bytes=None, env=None, nice=None):
+    """Run argv isolated; return the harness document or a failure/error document.
+
+    ``nice``: run it (and what it starts) at that lower priority: the worker's builds, so on a
+    host whose cores they fill, the judges and profilers holding the GPU get the CPU first."""
     argv = [str(a) for a in argv]
     work = tempfile.mkdtemp(prefix="kb_sandbox_")
     stage_file = os.path.join(work, "stage")
@@ -132,6 +144,8 @@ def run_harness_isolated(argv, *, cwd=None, timeout_s, memory_limit_bytes=None, 
                                         preexec_fn=limits(cpu_seconds, address_space))
         except OSError as exc:
             return _document("error", "could not start the harness: %s" % exc, None, None, False, 0.0, "", None)
+        if nice:
+            lower_priority(proc.pid, nice)
 
         def kill_group():
             try:
