@@ -3,19 +3,17 @@ with the host compiler, each verification in its own sandboxed process): every C
 cheat and every attack on the verification itself must come back failed with its expected
 flag, never passed; every honest kernel must pass with no blocking flag. The GPU results
 recorded on an H200 are checked the same way."""
-import concurrent.futures as cf
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from verifier import build as harness_build
 from verifier import gpu_campaign
 
+from .cheat_suite_halves import CPU_ENTRIES, ENTRIES, check_entry, halves, run_half
+
 ROOT = Path(__file__).resolve().parents[2]
-ENTRIES = gpu_campaign.load_manifest()
-CPU_ENTRIES = [e for e in ENTRIES if "cpu" in e["devices"]]
 H200_RESULTS = ROOT / "tests" / "fixtures" / "h200" / "cheat_suite_results.json"
 
 
@@ -43,44 +41,26 @@ def test_manifest_covers_every_design_row():
         assert e["kind"] in ("model_new", "cuda_forward") and set(e["devices"]) <= {"cpu", "cuda"}
 
 
-@pytest.fixture(scope="session")
+HALF = halves()[0]
+
+
+def test_the_two_halves_run_every_cpu_entry_once():
+    first, second = halves()
+    names = [e["name"] for e in first + second]
+    assert sorted(names) == sorted(e["name"] for e in CPU_ENTRIES) and len(set(names)) == len(names)
+    assert abs(len(first) - len(second)) <= 3 and first and second
+
+
+@pytest.fixture(scope="module")
 def cpu_suite_docs(judge_server):
-    """Run every CPU entry once, sharing one extension build cache: the untimed ones two at a
-    time, then the timed ones one at a time (as gpu_campaign's phase B does), so a judge's clock
-    check is not measuring the other judge of this fixture."""
-    build_dir = os.environ.get("KB_HARNESS_TEST_BUILD_DIR") or harness_build.default_build_dir()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), MAX_JOBS="1")
-
-    def run(entry):
-        ref, cand, fn = gpu_campaign.entry_paths(entry, "cpu")
-        argv = gpu_campaign.harness_argv(ref, cand, entry["kind"], "cpu", build_dir, fn, bool(entry.get("timing")),
-                                         ["--no-compile", "--time-budget", "2"])
-        return entry["name"], gpu_campaign.run_one(argv, 900, env)
-
-    untimed = [e for e in CPU_ENTRIES if not e.get("timing")]
-    with cf.ThreadPoolExecutor(max_workers=int(os.environ.get("KB_CHEAT_SUITE_JOBS", "2"))) as pool:
-        docs = dict(pool.map(run, untimed))
-    docs.update(run(e) for e in CPU_ENTRIES if e.get("timing"))
-    return docs
+    """This half's entries (the other half is test_cheat_suite_other_half.py's), each run once."""
+    return run_half(HALF)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("entry", CPU_ENTRIES, ids=[e["name"] for e in CPU_ENTRIES])
+@pytest.mark.parametrize("entry", HALF, ids=[e["name"] for e in HALF])
 def test_cpu_entry_behaves_as_expected(entry, cpu_suite_docs):
-    doc = cpu_suite_docs[entry["name"]]
-    result = gpu_campaign.judge(entry, doc)
-    detail = json.dumps({"verdict": doc.get("verdict"), "error": doc.get("error"),
-                         "flags": [(f["name"], f["blocking"], f["evidence"][:300]) for f in doc.get("flags", [])]},
-                        indent=1)
-    assert result["ok"], detail
-    for f in doc["flags"]:
-        assert f["evidence"], f
-    if entry.get("honest"):
-        assert all(t["passed"] for t in doc["trials"])
-    else:
-        assert doc["verdict"] == "failed", detail
-        expected = entry.get("expect", []) + entry.get("expect_any", [])
-        assert any(f["blocking"] for f in doc["flags"] if f["name"] in expected), detail
+    check_entry(entry, cpu_suite_docs[entry["name"]])
 
 
 def test_h200_results_fixture_shows_every_cheat_caught():
