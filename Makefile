@@ -16,9 +16,11 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/kernel_archive
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 PYTEST := $(PY) -m pytest
 # pytest-xdist, one worker per core; --dist loadfile keeps a file's tests on one worker, so a
-# module or session fixture (an imported archive, a built cheat suite) runs once per run.
+# module or session fixture (an imported archive, half the cheat suite) runs once per run.
+# --no-loadscope-reorder hands out files in tests/conftest.py's order (the slowest first) instead
+# of xdist's default (most tests first), which left one-test files of a minute each for the end.
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
-XDIST := -n $(TEST_WORKERS) --dist loadfile
+XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 TEST_STARTED := $(shell date +%s)
 
 # $(call timed,PART,COMMAND): runs one part of `make test` and says in CI's log how long it took,

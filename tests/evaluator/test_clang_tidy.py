@@ -26,6 +26,7 @@ int64_t forward(int64_t x) {
 """
 
 
+@pytest.mark.slow
 def test_cpu_candidate_and_planted_bugs_are_reported_with_kernel_cpp_lines():
     honest = run_clang_tidy((CANDIDATES / "honest_relu.cpp").read_text(), kind="cuda_forward")
     assert set(honest) == {"stdout", "stderr", "errored"} and honest["errored"] is False
@@ -47,6 +48,7 @@ def test_python_kernels_have_nothing_to_lint():
     assert run_clang_tidy("class ModelNew: pass", kind="model_new") is None
 
 
+@pytest.mark.slow
 def test_archive_cuda_kernel_without_a_toolkit_returns_the_archive_structure(archive_rows):
     source = next(row["CUDA_Code"] for row in archive_rows if row["Kernel_Name"] == "matmul_naive_untiled")
     result = run_clang_tidy(source, kind="cuda_forward", cuda_home=None)
@@ -91,6 +93,7 @@ print(json.dumps({"result": result, "seconds": time.monotonic() - started}))
 """
 
 
+@pytest.mark.slow
 def test_a_worker_stopping_gracefully_does_not_kill_the_lint_it_is_running(tmp_path):
     """Huey's graceful stop is SIGINT to the consumer's process group; on the H200 it killed the
     running lints (stored as 'clang-tidy exited with status -2'). Lints run in their own session."""

@@ -9,6 +9,8 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from verifier import build, build_pch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +46,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &forward); }
 '''
 
 
+@pytest.mark.slow
 def test_a_cpu_build_uses_the_judges_precompiled_header_past_a_stale_lock(tmp_path, harness_build_dir):
     task, kernel = tmp_path / "task.py", tmp_path / "kernel.cpp"
     task.write_text(TASK)

@@ -51,6 +51,7 @@ def test_segfault_becomes_a_failed_verdict(tmp_path):
     assert segv["blocking"] and "SIGSEGV" in segv["evidence"] and segv["source"] == "judge"
 
 
+@pytest.mark.slow
 def test_hang_is_killed_at_the_timeout(tmp_path):
     cand = write(tmp_path, "hang.py", "import time\ntime.sleep(3600)\n")  # hangs while loading
     # The timeout only has to outlast the judge's start-up to the candidate's load (seconds, more
