@@ -19,6 +19,12 @@ batch:
   channel's round trip are taken out must stay within launch noise. Work moved outside the
   timed window (done before the start event, on another stream, in a patched timer, at
   fingerprint time) shows here.
+
+On a GPU the calls are timed on the GPU-time clock and end to end. When an implementation's
+launch cannot be queued behind the spin (it waits for the device inside the call), the
+kernel-time clock (kernel_time.py: the device's busy time, from the profiler) replaces the
+GPU-time clock for every implementation; the judge's clock bounds it the same way, so the
+host's time inside such a call counts against the allowance.
 """
 import math
 import os
@@ -29,6 +35,7 @@ import time
 import torch
 
 from . import inputs as inp
+from . import kernel_time
 from . import timing
 from . import timing_report
 from .channel import Channel
@@ -175,9 +182,16 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
         notes["compile"] = "torch.compile baseline disabled"
 
     def candidate_batch(seeds, clock):
+        """The runner's answer and the judge's clock around it; on the kernel-time clock the
+        figures are asked for afterwards, outside that clock (reading the profiler costs time)."""
         t0 = _perf()
         answer, _ = runner.request("batch", {"calls": seeds, "clock": clock}, expect="batch")
-        return answer, (_perf() - t0) * 1e3
+        wall = (_perf() - t0) * 1e3
+        if (clock or {}).get("clock") == "kernel_time":
+            figures, _ = runner.request("kernel_times", {}, expect="kernel_times")
+            answer.update({k: figures.get(k) for k in ("ms", "event_ms", "device_activities", "kernel_time_error")
+                           if k in figures})
+        return answer, wall
 
     # Warm-up: one end-to-end batch each (builds torch.compile, fills caches; errors in a
     # baseline are recorded), which also shows how long each takes the host to launch.
@@ -198,14 +212,25 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
     callers = {clock: timing.QueuedLaunchCaller(device, spin_us, end_to_end.flusher) if clock == "gpu_time"
                else end_to_end for clock in clocks}
     request = {c: {"clock": c, "spin_us": spin_us} for c in clocks}
+    why_kernel_time = None
     if "gpu_time" in clocks:  # its first calls (the runner's caller, new input buffers) stay out of the rounds
         warm = _seeds(batch)
-        for name, fn in live:
-            timing.run_batch(fn, make, warm, callers["gpu_time"], weights)
-        candidate_batch(warm, request["gpu_time"])
+        seen = {name: timing.run_batch(fn, make, warm, callers["gpu_time"], weights).get("launch_hidden")
+                for name, fn in live}
+        seen["candidate"] = candidate_batch(warm, request["gpu_time"])[0].get("launch_hidden")
+        waiting = timing_report.waiting_calls(seen)
+        if waiting:
+            kernel_caller = kernel_time.KernelTimeCaller(device, start_delay_us, end_to_end.flusher)
+            usable, why_kernel_time = _kernel_time_usable(live, make, batch, kernel_caller, weights, candidate_batch,
+                                                          waiting)
+            if usable:
+                clocks = ("kernel_time", "end_to_end")
+                callers = {"kernel_time": kernel_caller, "end_to_end": end_to_end}
+                request = {c: {"clock": c, "spin_us": spin_us} for c in clocks}
     rtt = channel_round_trip_ms(warm, batch)
     names = ["candidate"] + [n for n, _ in live]
-    samples = {clock: {name: {"ms": [], "host_ms": []} for name in names} for clock in clocks}
+    samples = {clock: {name: {"ms": [], "host_ms": [], "event_ms": [], "device_activities": []} for name in names}
+               for clock in clocks}
     hidden = {name: [] for name in names}
     unaccounted = {clock: [] for clock in clocks}
     wrong, rounds, stop = None, 0, "no round ran"
@@ -236,6 +261,8 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
                         result = timing.run_batch(dict(live)[name], make, calls, callers[clock], weights,
                                                   keep=kept[name])
                         walls[name] = (_perf() - t0) * 1e3
+                        if clock == "kernel_time":
+                            callers[clock].finish(result)
                     if name == "eager":
                         ref_prints = result["fingerprints"]
                 if not (_numbers(result.get("ms"), batch) and _numbers(result.get("host_ms"), batch)):
@@ -244,6 +271,10 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
                     return _give_up(samples, notes, flags, rounds)
                 samples[clock][name]["ms"] += result["ms"]
                 samples[clock][name]["host_ms"] += result["host_ms"]
+                if clock == "kernel_time":
+                    for key in ("event_ms", "device_activities"):
+                        got = result.get(key)
+                        samples[clock][name][key] += got if _numbers(got, batch) else []
                 if clock == "gpu_time":
                     seen = result.get("launch_hidden")
                     hidden[name] += seen if isinstance(seen, list) and len(seen) == batch else [None] * batch
@@ -271,7 +302,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
                 stop = "2000 calls per clock (worst rse %.4f)" % worst
                 break
         clock_after = timing.gpu_clocks() if device == "cuda" else None
-    timings = timing_report.summarize_clocks(samples, clocks, hidden)
+    timings = timing_report.summarize_clocks(samples, clocks, hidden, why_kernel_time)
     for name, note in notes.items():
         timings[name] = {"error" if name != "compile" or "disabled" not in note else "skipped": note}
     timings["candidate"]["source"] = "runner (CUDA events or host clock), checked against the judge's clock"
@@ -285,6 +316,8 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
             "l2_flush_bytes": getattr(end_to_end.flusher, "bytes", 0), "cpu_affinity": pinning.report,
             "clock": "cuda events + host perf_counter around device synchronize" if device == "cuda"
             else "host perf_counter"}
+    if why_kernel_time is not None:
+        info["kernel_time"] = {"used": clocks[0] == "kernel_time", "why": why_kernel_time}
     if spin_us is not None:
         info["gpu_time_spin_us"] = spin_us
         info["warm_up_launch_ms"] = {name: round(sorted(v)[len(v) // 2], 4) for name, v in launch.items() if v}
@@ -299,6 +332,30 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
     elif unaccounted_flag is not None:
         flags.append(unaccounted_flag)
     return timings, speedup, info, flags, probe
+
+
+def _kernel_time_usable(live, make, batch, caller, weights, candidate_batch, waiting):
+    """(usable, why): one warm-up batch of every implementation on the kernel-time clock (its
+    first profiler start costs seconds, kept out of the rounds); usable when the judge's own and
+    the runner's reports came back whole. Not usable leaves the GPU-time clock, saying why."""
+    why = "the launch was hidden in fewer than half of the GPU-time warm-up calls of %s: each waits for the " \
+          "device inside the call, so its GPU-time events would hold the host's time too" % ", ".join(
+              "%s (%s)" % item for item in sorted(waiting.items()))
+    warm = _seeds(batch)
+    for name, fn in live:
+        try:
+            own = caller.finish(timing.run_batch(fn, make, warm, caller, weights))
+        except Exception as exc:
+            return False, "%s; the kernel-time clock failed in the judge (%s: %s), so GPU time stays" % (
+                why, type(exc).__name__, str(exc)[:300])
+        if own.get("kernel_time_error"):
+            return False, "%s; %s, so GPU time stays" % (why, own["kernel_time_error"])
+    answer, _ = candidate_batch(warm, {"clock": "kernel_time"})
+    if answer.get("clock") != "kernel_time" or answer.get("kernel_time_error") or not (
+            _numbers(answer.get("ms"), batch) and _numbers(answer.get("event_ms"), batch)):
+        return False, "%s; the runner did not report kernel time (%s), so GPU time stays" % (
+            why, str(answer.get("kernel_time_error") or "clock %r" % answer.get("clock"))[:300])
+    return True, why + "; ranked by the device's busy time from the profiler instead"
 
 
 def _check_round(runner, cand, ref_prints, ref_outs, tol, batch, weights, device, where):

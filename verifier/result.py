@@ -16,8 +16,10 @@ A document is plain JSON:
   the end-to-end clock under ``end_to_end``; or ``skipped``/``error``), ``speedup``
   (``vs_eager``, ``vs_compile`` on the ranking clock, ``clock``, and ``end_to_end``:
   ``{vs_eager, vs_compile}``). Since version 3 the ranking clock on a GPU is ``gpu_time``
-  (the call's launch queued behind a spin: device time without the host's launch gaps); on
-  the CPU it is ``host`` and ``timings.<name>.gpu_time`` says why there is no GPU time.
+  (the call's launch queued behind a spin: device time without the host's launch gaps); since
+  harness 2.3.0 it is ``kernel_time`` (the device's busy time from the profiler, with
+  ``event_median_ms`` and ``fallback`` saying why) when a call waits for the device inside
+  itself; on the CPU it is ``host`` and ``timings.<name>.gpu_time`` says why there is no GPU time.
   Version 2 documents have one clock (CUDA events after a 50 us spin), read as end to end;
 - ``versions`` (harness version and sha256, python, torch, CUDA, driver, GPU, CPU),
   ``device``, ``kind``, ``seeds``, ``log``, ``checks`` (raw evidence), ``sandbox`` (when run
@@ -28,7 +30,7 @@ import math
 import sys
 
 RESULT_VERSION = 3
-HARNESS_VERSION = "2.2.1"
+HARNESS_VERSION = "2.3.0"
 VERDICTS = ("passed", "failed", "error")
 BUILD_VERDICT = "built"
 MAX_LOG_CHARS = 30000

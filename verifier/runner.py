@@ -100,6 +100,8 @@ def _serve(read_fd, write_fd, namespaces, device_hint):
                 if not (isinstance(seeds, list) and all(type(s) is int and s >= 0 for s in seeds)):
                     raise ValueError("a batch's calls are input seeds: %r" % (seeds,))
                 answer("batch", rid, **session.time_batch(seeds, values.get("clock")))
+            elif kind == "kernel_times":
+                answer("kernel_times", rid, **session.kernel_times())
             elif kind == "fetch":
                 leaves, ts = _flatten(session.fetch(values["index"]))
                 answer("fetched", rid, ts, leaves=leaves)

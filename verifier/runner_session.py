@@ -15,6 +15,7 @@ from . import build
 from . import checks
 from . import guard
 from . import inputs as inp
+from . import kernel_time
 from . import memory
 from . import timing
 from . import trials as trials_mod
@@ -81,6 +82,8 @@ class RunnerSession:
         self.batch_outputs = []
         self.caller = None
         self.gpu_caller = None
+        self.kernel_caller = None
+        self.kernel_batch_ms = None
         self.weights = None
 
     # --- loading -------------------------------------------------------------------------
@@ -106,7 +109,9 @@ class RunnerSession:
             ctx.namespaces.append(("functional", fn_mod))
         ctx.ref_mod, ctx.ref_call = ref_mod, (lambda ins: ref_model(*ins))
         ctx.namespaces += [("reference", ref_mod)] + [(m.__name__, m) for m in (
-            analysis, build, checks, guard, inp, memory, timing, trials_mod)]
+            analysis, build, checks, guard, inp, kernel_time, memory, timing, trials_mod)] + [
+            (c.__module__ + "." + c.__qualname__, c) for c in (  # their methods, which the module's names do not cover
+                timing.TimedCaller, timing.QueuedLaunchCaller, kernel_time.KernelTimeCaller)]
         if not build_only:
             ctx.size_hints = self._warm_up(ref_model, ref_mod)
         before = guard.snapshot(ctx.namespaces)
@@ -187,8 +192,9 @@ class RunnerSession:
 
     def time_batch(self, seeds, clock=None):
         """One batch, a call on the task's inputs for each seed, on the clock the judge asked for
-        (``clock``: ``{"clock": "gpu_time", "spin_us": S, "cpus": [...]}``; None or anything else:
-        the end-to-end clock), pinned to the CPUs it named. What this reports is checked by the judge like every timed call."""
+        (``clock``: ``{"clock": "gpu_time", "spin_us": S, "cpus": [...]}``, ``{"clock":
+        "kernel_time", ...}``; None or anything else: the end-to-end clock), pinned to the CPUs
+        it named. What this reports is checked by the judge like every timed call."""
         clock = clock if isinstance(clock, dict) else {}
         pinned = self._pin(clock.get("cpus"))
         caller = self.caller
@@ -198,13 +204,27 @@ class RunnerSession:
             if getattr(self.gpu_caller, "spin_us", None) != min(max(spin, 0.0), timing.MAX_QUEUE_SPIN_US):
                 self.gpu_caller = timing.QueuedLaunchCaller(self.device, spin, self.caller.flusher)
             caller = self.gpu_caller
+        elif clock.get("clock") == "kernel_time" and self.device == "cuda":
+            if self.kernel_caller is None:
+                self.kernel_caller = kernel_time.KernelTimeCaller(self.device, self.caller.start_delay_us,
+                                                                  self.caller.flusher)
+            caller = self.kernel_caller
         self.batch_outputs = []
         answer = timing.run_batch(self.ctx.cand_call, self.make_inputs, seeds, caller, self.weights,
                                   keep=self.batch_outputs)
         answer["clock"] = caller.clock
+        self.kernel_batch_ms = list(answer["ms"]) if caller is self.kernel_caller else None
         if pinned is not None:
             answer["cpus"] = pinned
         return answer
+
+    def kernel_times(self):
+        """The last kernel-time batch's figures (kernel_time.KernelTimeCaller.finish), asked for
+        after the judge's clock around that batch stopped."""
+        if self.kernel_caller is None or self.kernel_batch_ms is None:
+            return {"kernel_time_error": "no kernel-time batch to read"}
+        ms, self.kernel_batch_ms = self.kernel_batch_ms, None
+        return self.kernel_caller.finish({"ms": ms})
 
     def _pin(self, cpus):
         """Pin this thread to the judge's choice of CPUs; the affinity that holds after."""

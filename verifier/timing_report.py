@@ -7,6 +7,7 @@ collected; no Django (this file ships in every bundle).
 import os
 import statistics
 
+from . import kernel_time
 from . import timing
 from .result import flag
 
@@ -17,8 +18,10 @@ METHODS = {
                 "call's kernels back to back, without the host's launch gaps",
     "end_to_end": "end to end: CUDA events around the call launched from Python after a 50 us spin (L2 "
                   "flushed): the host's launch of every op after the first is in it, as a caller pays it",
+    "kernel_time": kernel_time.METHOD,
     "host": "host clock: perf_counter around the call (CPU device)",
 }
+GPU_CLOCKS = ("gpu_time", "kernel_time")  # the clocks that time the device's work, not the host's
 NO_GPU_TIME = "not measured: a CPU run has no device timeline, so both figures are the host clock around the call"
 RANK_CLOCK = {"cuda": "gpu_time", "cpu": "host"}
 LAUNCH_BOUND_RATIO = 2.0  # end-to-end at least twice the GPU time: the host's launches are most of it
@@ -29,6 +32,19 @@ HIDDEN_MAJORITY = 0.5
 def clocks_for(device):
     """The clocks timed, in the order rounds alternate them."""
     return ("gpu_time", "end_to_end") if device == "cuda" else ("host",)
+
+
+def waiting_calls(hidden):
+    """The implementations (of ``{name: [launch hidden per call]}``, from a GPU-time batch) whose
+    launch was hidden in fewer than HIDDEN_MAJORITY of their calls: they wait for the device
+    inside the call, so the GPU-time clock would time the host too."""
+    found = {}
+    for name, seen in hidden.items():
+        seen = seen if isinstance(seen, list) else []
+        calls = sum(1 for h in seen if h is True)
+        if not seen or calls < HIDDEN_MAJORITY * len(seen):
+            found[name] = "%d of %d" % (calls, len(seen))
+    return found
 
 
 def queue_spin_us(launch_ms):
@@ -108,10 +124,13 @@ class Pinning:
         return False
 
 
-def summarize_clocks(samples, clocks, hidden):
+def summarize_clocks(samples, clocks, hidden, why_kernel_time=None):
     """``timings`` for the document: per implementation the ranking clock's figures at the top
     (``median_ms`` ...) with its ``clock`` and ``method``, and the end-to-end figures under
-    ``end_to_end``; on the CPU both are the host clock and ``gpu_time`` says why."""
+    ``end_to_end``; on the CPU both are the host clock and ``gpu_time`` says why. On the
+    kernel-time clock the calls' own CUDA events (``event_median_ms``: the host's waits inside
+    the call are in them) and the device activities per call are kept beside the figure, and
+    ``fallback`` says why that clock was used (``why_kernel_time``)."""
     rank = clocks[0]
     out = {}
     for name in samples[rank]:
@@ -125,6 +144,12 @@ def summarize_clocks(samples, clocks, hidden):
                                      "(a synchronize or a copy to the host inside it), so this figure also holds the "
                                      "host's time from that wait to the call's return"
                                      % (entry["launch_hidden"]["calls"], len(seen)))
+        if rank == "kernel_time":
+            events = samples[rank][name].get("event_ms") or []
+            activities = samples[rank][name].get("device_activities") or []
+            entry["event_median_ms"] = statistics.median(events) if events else None
+            entry["device_activities_per_call"] = statistics.median(activities) if activities else None
+            entry["fallback"] = why_kernel_time
         e2e = clocks[-1]
         entry["end_to_end"] = dict(timing.summarize(samples[e2e][name]["ms"], samples[e2e][name]["host_ms"]),
                                    clock=e2e, method=METHODS[e2e])
@@ -199,11 +224,13 @@ def task_flags(doc):
     eager = timings.get("eager") or {}
     found = []
     gpu, e2e = eager.get("median_ms"), (eager.get("end_to_end") or {}).get("median_ms")
-    if eager.get("clock") == "gpu_time" and gpu and e2e and e2e >= LAUNCH_BOUND_RATIO * gpu:
+    on_device = eager.get("clock") in GPU_CLOCKS
+    if on_device and gpu and e2e and e2e >= LAUNCH_BOUND_RATIO * gpu:
+        how = "launch queued behind a spin" if eager["clock"] == "gpu_time" else "device busy time from CUPTI"
         found.append(flag("launch_bound", False,
                           "the eager reference takes %.4g ms end to end (%s) but %.4g ms of GPU time (%s): %.1fx, so "
                           "the host launching its ops is most of its end-to-end time; rank by GPU time"
-                          % (e2e, "CUDA events, launched from Python", gpu, "launch queued behind a spin", e2e / gpu),
+                          % (e2e, "CUDA events, launched from Python", gpu, how, e2e / gpu),
                           source="judge", end_to_end_ms=e2e, gpu_time_ms=gpu))
     beaten = []
     compile_ms = (timings.get("compile") or {}).get("median_ms")
@@ -214,7 +241,7 @@ def task_flags(doc):
     if doc.get("verdict") == "passed" and isinstance(vs_eager, (int, float)) and vs_eager > LARGE_HEADROOM_SPEEDUP:
         beaten.append("this kernel passed in %.4g ms against eager's %.4g ms (%.1fx)" % (cand_ms or 0.0, gpu or 0.0,
                                                                                         vs_eager))
-    if beaten and eager.get("clock") == "gpu_time":  # a CPU run says nothing about the task's GPU baseline
+    if beaten and on_device:  # a CPU run says nothing about the task's GPU baseline
         clock = eager["clock"]
         found.append(flag("large_headroom", False,
                           "%s on the %s clock, more than the %gx at which KernelBench warns that the eager baseline is "

@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from verifier import judge_timing, timing, timing_report
+from verifier import judge_timing, kernel_time, timing, timing_report
 from verifier import inputs as inp
 
 HOST_MS = 20.0  # every call's own time: long beside this loaded 2-core host's scheduling noise (~4 ms)
@@ -51,6 +51,8 @@ class FakeRunner:
     """Answers the judge's timing requests as verifier/runner.py does, in this process; ``forge``
     rewrites a batch's answer (clock name, answer, outputs kept) before it goes back."""
 
+    queued_caller = StandInQueuedCaller
+
     def __init__(self, fn, forge=None):
         self.fn, self.forge, self.clocks_asked, self.outputs = fn, forge, [], []
 
@@ -66,13 +68,25 @@ class FakeRunner:
         if kind == "batch":
             self.clocks_asked.append(values.get("clock"))
             clock = values.get("clock") or {}
-            caller = StandInQueuedCaller("cpu", clock.get("spin_us")) if clock.get("clock") == "gpu_time" \
-                else timing.TimedCaller("cpu")
+            if clock.get("clock") == "gpu_time":
+                caller = self.queued_caller("cpu", clock.get("spin_us"))
+            elif clock.get("clock") == "kernel_time":
+                caller = kernel_time.KernelTimeCaller("cpu")
+            else:
+                caller = timing.TimedCaller("cpu")
             self.outputs = []
             answer = timing.run_batch(self.fn, self.make, values["calls"], caller, self.weights, keep=self.outputs)
+            answer["clock"] = caller.clock  # as the runner's time_batch says which clock it used
+            self.kernel_batch = (caller, list(answer["ms"])) if caller.clock == "kernel_time" else None
             if self.forge:
                 self.forge(caller.clock, answer, self.outputs)
             return answer, []
+        if kind == "kernel_times":  # the kernel-time figures, asked for after the batch
+            caller, ms = self.kernel_batch
+            figures = caller.finish({"ms": ms})
+            if self.forge:
+                self.forge("kernel_times", figures, None)
+            return figures, []
         if kind == "fetch":
             leaves = self.outputs[values["index"]]
             return {"leaves": [{"tensor": i} for i in range(len(leaves))]}, [t.clone() for t in leaves]

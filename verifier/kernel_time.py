@@ -1,0 +1,151 @@
+"""The kernel-time clock: how long the device was busy with a call, from the profiler's record
+of every kernel, copy and memset the call launched (CUPTI, through torch.profiler).
+
+The GPU-time clock (timing.QueuedLaunchCaller) queues a call's whole launch behind a spin, so
+its events time the device alone. A call that waits for the device inside itself (a
+synchronize, a copy to the host) cannot be queued: its events then hold the host's time from
+each wait to the next launch, which moves with the host (19.6 % between processes for a level-3
+kernel on the H200). For such calls the judge times every implementation on this clock
+instead: per call, the union of the device intervals of the activities the call launched.
+
+A runner can report any figure; the judge bounds this one like the others: its clock around
+the batch, less the reported figures, must stay within the allowance (judge_timing.py). So the
+host's time inside a call (the waits, and any work done on the host) counts against the same
+allowance as work done outside the timed window.
+
+How a device activity is tied to its call: each call runs inside a ``record_function`` range
+with its own label; the profiler records the CUDA runtime calls made on the host (with host
+timestamps, the clock of those ranges) and each device activity carries its runtime call's
+correlation id. An activity belongs to the call whose range holds its runtime call's start;
+the range holds the call alone (not the caller's L2 flush or spin).
+No Django imports here: this file ships inside the verification bundle.
+"""
+import contextlib
+
+from torch.autograd.profiler import profile as _profile
+from torch.autograd.profiler import record_function as _record_function
+
+from . import timing
+
+LABEL = "kb_timed_call_%d"
+METHOD = ("GPU kernel time: the device's busy time during the call, the union of the intervals of every kernel, "
+          "copy and memset the call launched (CUPTI through torch.profiler, each tied to its call by its runtime "
+          "call's correlation id); used when the call waits for the device inside itself, so its launch cannot "
+          "be queued behind a spin")
+
+
+def busy_ms_per_call(events, n_calls):
+    """Per call ``LABEL % i`` (i < n_calls): (device-busy ms, activities), from events given as
+    dicts with ``name``, ``device`` (bool), ``start_ns``, ``duration_ns``, ``correlation_id``,
+    ``annotation`` (bool). A call with no device activity tied to it gets (None, 0)."""
+    windows = {}
+    for e in events:
+        if e["annotation"] and not e["device"] and e["name"].startswith("kb_timed_call_"):
+            try:
+                index = int(e["name"].rsplit("_", 1)[1])
+            except ValueError:
+                continue
+            windows[index] = (e["start_ns"], e["start_ns"] + e["duration_ns"])
+    owner = {}  # correlation id of a CUDA runtime or driver call -> call index
+    for e in events:
+        # Only the API calls: torch's own ops number their correlation ids from another counter.
+        if e["device"] or e["annotation"] or not e["correlation_id"] or not e["name"].startswith("cu"):
+            continue
+        for index, (start, end) in windows.items():
+            if start <= e["start_ns"] <= end:
+                owner[e["correlation_id"]] = index
+                break
+    intervals = {i: [] for i in range(n_calls)}
+    for e in events:
+        if e["device"] and not e["annotation"] and owner.get(e["correlation_id"]) in intervals:
+            intervals[owner[e["correlation_id"]]].append((e["start_ns"], e["start_ns"] + e["duration_ns"]))
+    return [(_union_ns(spans) / 1e6 if spans else None, len(spans)) for spans in
+            (intervals[i] for i in range(n_calls))]
+
+
+def _union_ns(spans):
+    total, end = 0, None
+    for start, stop in sorted(spans):
+        if end is None or start > end:
+            total += stop - start
+            end = stop
+        elif stop > end:
+            total += stop - end
+            end = stop
+    return total
+
+
+def _plain(event):
+    device = "CUDA" in str(event.device_type())
+    return {"name": event.name(), "device": device, "start_ns": event.start_ns(), "duration_ns": event.duration_ns(),
+            "correlation_id": event.correlation_id(), "annotation": bool(event.is_user_annotation())}
+
+
+class KernelTimeCaller(timing.TimedCaller):
+    """Kernel-time clock (cuda). Each call as on the end-to-end clock (its CUDA events are kept as
+    ``event_ms``), inside a labelled range; the profiler starts before a batch's first call
+    (``batch``) and is stopped and read only when the batch's timed window is over
+    (``finish``): reading it costs milliseconds that grow with the number of events, which
+    would otherwise sit in the judge's clock unevenly between implementations. A call the
+    profiler tied no device activity to keeps its event time (a call that does its work on the
+    host is not made free by it).
+
+    torch.autograd.profiler's profile, not torch.profiler's: the latter's start looks for
+    torch._inductor, which imports torch._dynamo and rebinds torch.manual_seed in the
+    candidate's process (a change the runner's snapshots report as patched)."""
+
+    clock = "kernel_time"
+
+    def __init__(self, device, start_delay_us=None, flusher=None):
+        super().__init__(device, start_delay_us)
+        self.clock = "kernel_time"  # on the CPU (tests) no device work is found: each call keeps its host time
+        if flusher is not None:
+            self.flusher = flusher
+        self.index = 0
+        self.profiler = None
+
+    def call(self, fn, inputs):
+        label = LABEL % self.index
+        self.index += 1
+
+        def labelled(ins):  # the range holds the call alone, not the caller's flush and spin
+            with _record_function(label):
+                return fn(ins)
+
+        return super().call(labelled, inputs)
+
+    @contextlib.contextmanager
+    def batch(self, answer):
+        """Start the profiler for the batch's calls; ``finish`` stops and reads it."""
+        self.stop()
+        self.index = 0
+        self.profiler = _profile(use_cpu=True, use_device="cuda" if self.device == "cuda" else None,
+                                 use_kineto=True)
+        self.profiler.__enter__()
+        yield
+
+    def stop(self):
+        if self.profiler is not None:
+            profiler, self.profiler = self.profiler, None
+            profiler.__exit__(None, None, None)
+            return profiler
+        return None
+
+    def finish(self, answer):
+        """Stop the profiler and rewrite ``answer`` (a batch's): ``ms`` becomes each call's kernel
+        time, ``event_ms`` keeps its events, ``device_activities`` counts what was tied to it; or
+        ``kernel_time_error`` says why not (the events stay)."""
+        try:
+            profiler = self.stop()
+            if profiler is None:
+                raise RuntimeError("no batch was profiled")
+            events = [_plain(e) for e in profiler.kineto_results.events()]
+        except Exception as exc:
+            answer["kernel_time_error"] = "the profiler's events could not be read: %s: %s" % (
+                type(exc).__name__, str(exc)[:300])
+            return answer
+        busy = busy_ms_per_call(events, len(answer["ms"]))
+        answer["event_ms"] = list(answer["ms"])
+        answer["device_activities"] = [count for _, count in busy]
+        answer["ms"] = [ms if ms is not None else event for (ms, _), event in zip(busy, answer["event_ms"])]
+        return answer
