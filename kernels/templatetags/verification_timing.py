@@ -7,7 +7,8 @@ from verifier import result as result_doc
 
 register = template.Library()
 
-CLOCK_LABELS = {"gpu_time": "GPU time", "end_to_end": "end to end", "host": "host clock"}
+CLOCK_LABELS = {"gpu_time": "GPU time", "kernel_time": "GPU kernel time", "end_to_end": "end to end",
+                "host": "host clock"}
 
 
 def _doc(verification):
@@ -39,3 +40,12 @@ def timing_clock(verification):
 def timing_method(verification):
     """The method of the ranked figures, in words, as the document names it."""
     return result_doc.timing_clock(_doc(verification))[1] or ""
+
+
+@register.filter
+def timing_fallback(verification):
+    """Why the ranked figure is not the usual GPU-time clock (a call that waits for the device
+    inside itself), as the document says; '' when it is."""
+    entry = (_doc(verification)["timings"] or {}).get("candidate")
+    reason = entry.get("fallback") if isinstance(entry, dict) else None
+    return reason if isinstance(reason, str) else ""

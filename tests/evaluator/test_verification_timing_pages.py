@@ -88,3 +88,22 @@ def test_timing_task_flags_are_read_per_task_and_kept_out_of_the_weak_task_flags
     _merge_task_flags(runs)  # as a trusted import does
     task.refresh_from_db()
     assert [f["name"] for f in task.flags] == ["near_zero_output"]
+
+
+def test_a_kernel_time_figure_is_named_with_why_it_ranks_and_the_reason_is_escaped(client):
+    """Harness 2.3.0: a call that waits for the device inside itself ranks on the kernel-time clock;
+    the page names that clock and shows the judge's reason (a contributed document's text is
+    untrusted: escaped)."""
+    kernel = make_kernel(make_task(level=3, number=1), 0, correct=True, speedup=1.1, runtime=0.05)
+    why = "the launch was hidden in fewer than half of the calls of candidate (0 of 16) <script>x()</script>"
+    entry = {"clock": "kernel_time", "method": timing_report.METHODS["kernel_time"], "fallback": why,
+             "event_median_ms": 0.21}
+    document = dict(DOCUMENT, timings={
+        "candidate": dict(entry, median_ms=0.06, end_to_end={"median_ms": 0.2, "clock": "end_to_end"}),
+        "eager": dict(entry, median_ms=0.02, fallback=why, end_to_end={"median_ms": 0.09, "clock": "end_to_end"})},
+        speedup={"vs_eager": 0.02 / 0.06, "clock": "kernel_time", "end_to_end": {"vs_eager": 0.09 / 0.2}})
+    _stored(kernel, document)
+    html = client.get(f"/kernels/{kernel.id}/").content.decode()
+    assert "GPU kernel time" in html and "CUPTI through torch.profiler" in html
+    assert "(0 of 16) &lt;script&gt;x()&lt;/script&gt;" in html and "<script>x()" not in html
+    assert "0.33×" in html
