@@ -73,7 +73,8 @@ def test_h200_results_fixture_shows_every_cheat_caught():
     assert data["versions"]["gpu_capability"] == "9.0" and data["versions"]["torch"].startswith("2.11")
     rows = {r["name"]: r for r in data["summary"]}
     # the suite as it was then (harness 1.0.0); the attacks came with the judge (2.0.0)
-    cuda_entries = [e for e in ENTRIES if "cuda" in e["devices"] and not e.get("attack")]
+    cuda_entries = [e for e in ENTRIES if "cuda" in e["devices"] and not e.get("attack")
+                    and e["name"] not in ADDED_WITH_KERNEL_TIME]
     assert set(rows) == {e["name"] for e in cuda_entries}
     judged = 0
     for entry in cuda_entries:
@@ -146,7 +147,10 @@ def test_judge_cost_fixture_keeps_every_verdict_but_two_timing_false_alarms():
 JUDGE_2_1 = ROOT / "tests" / "fixtures" / "h200" / "judge_2_1_cheat_suite.json"
 # Entries for what harness 2.2.0 closed (fresh inputs for every timed call); their GPU runs are
 # with that judge (scripts/gpu_cheat_subset.sh).
-ADDED_AFTER_2_1 = {"attack_incremental_patch_py"}
+# The GPU-only entries of harness 2.3.0's kernel-time clock: their H200 results are in
+# tests/fixtures/h200/kernel_time_2_3_0.json (tests/verifier/test_kernel_time.py).
+ADDED_WITH_KERNEL_TIME = {"honest_waits_inside_cu", "kernel_time_forge_py"}
+ADDED_AFTER_2_1 = {"attack_incremental_patch_py"} | ADDED_WITH_KERNEL_TIME
 
 
 def test_judge_2_1_on_the_h200_fails_every_cuda_cheat_and_attack_and_passes_honest_kernels_untimed():

@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import H200_FIXTURES
 from verifier import kernel_time, timing, timing_report
 
+from .test_cheat_suite import ADDED_WITH_KERNEL_TIME
 from .test_timing_clocks import HOST_MS, Doubler, FakeRunner, StandInQueuedCaller, run_timing, two_clocks  # noqa: F401
 
 
@@ -172,7 +173,7 @@ def test_h200_kernel_time_reproduces_for_a_kernel_that_waits_and_gpu_time_for_on
     assert cand["clock"] == "kernel_time" and cand["median_ms"] < cand["event_median_ms"]
     assert doc["checks"]["timing"]["kernel_time"]["used"] and "candidate (0 of 16)" in cand["fallback"]
     entries = {e["name"]: e for e in data["cheat_suite"]}
-    assert all(e["ok"] for e in entries.values())
+    assert all(e["ok"] for e in entries.values()) and ADDED_WITH_KERNEL_TIME <= set(entries)
     assert entries["honest_waits_inside_cu"]["verdict"] == "passed"
     assert entries["honest_waits_inside_cu"]["speedup"]["clock"] == "kernel_time"
     assert "patched_environment" in entries["kernel_time_forge_py"]["blocking"]
