@@ -196,3 +196,21 @@ def test_worker_on_h200_with_the_shared_device_lock_stores_profiles_and_beats_th
     assert killed and all(run["phases"]["clang_tidy_s"] < 60 for run in verifications)
     first_harness = verifications[0]["harness_sha256"]  # calls 1 and 2 (call 3 had the start delay)
     assert killed <= {run["kernel_id"] for run in verifications if run["harness_sha256"] == first_harness}
+
+
+def test_worker_on_a_16_core_h200_host_cold_start_is_cpu_and_lock_bound():
+    """scripts/gpu_worker_throughput_h200.sh (docs/worker.md, "16 cores, 24 threads"): 10 of 42
+    kernels in 540 s, every one started at once; each run once, every finished run with its
+    ncu profile and lint; builds and the GPU's alone windows as the phases show."""
+    data = load("worker_h200_16_cores.json")
+    assert data["threads_per_gpu"] == 24 and data["queued"] == 42 and data["kernels"] == 10
+    assert data["kernels_per_hour"] == pytest.approx(10 / data["wall_s"] * 3600, rel=0.01)
+    assert data["kernels_recorded_twice"] == [] and data["runs_attempted_more_than_once"] == 0
+    assert data["ncu_profiles_stored"] == 10 and data["first_result_s"] > 400
+    runs = data["runs"]
+    assert len(runs) == 10 and all(r["gpu_name"] == "NVIDIA H200" and r["attempts"] == 1 for r in runs)
+    assert all(r["status"] in ("passed", "failed") and r["phases"]["build_s"] > 100 for r in runs)
+    levels = {(r["kernel__task__level"], r["status"]) for r in runs}
+    assert levels == {(1, "passed"), (2, "passed"), (3, "failed")}
+    assert all("library_call_replaces_kernel" in r["flags"] for r in runs if r["kernel__task__level"] == 3)
+    assert data["phases"]["device_wait_s"]["median"] > data["phases"]["alone_s"]["median"] * 10
