@@ -161,6 +161,10 @@ VERIFY_TIMING_CPUS = env.text("ARCHIVE_VERIFY_TIMING_CPUS")
 # The periodic task re-queues kernels whose latest result is older than this.
 REVERIFY_MAX_AGE_DAYS = env.integer("ARCHIVE_REVERIFY_MAX_AGE_DAYS", 30)
 BUILD_CACHE_DIR = env.path("ARCHIVE_BUILD_CACHE_DIR", DATA_DIR / "build_cache")
+# Finished clang-tidy lints by everything that goes into them (verifier/clang_tidy_run.py): a
+# re-verification of unchanged code reads its lint back instead of parsing torch's headers again.
+# Not under BUILD_CACHE_DIR: the confined runner may write there.
+LINT_CACHE_DIR = env.path("ARCHIVE_LINT_CACHE_DIR", DATA_DIR / "lint_cache")
 
 # Signed verification records (evaluator/verification_records.py, docs/verification_records.md).
 # Public keys whose records count as this site's own results; the default file ships the key

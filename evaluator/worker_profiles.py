@@ -4,6 +4,7 @@ import json
 import logging
 from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 
 from kernels.models import Kernel, Profile
@@ -23,7 +24,7 @@ def profile_refresh_clang_tidy(*, kernel_id: int) -> Profile | None:
     None for kernels with nothing to lint (model_new Python modules).
     """
     kernel = Kernel.objects.only("id", "kind", "code").get(id=kernel_id)
-    result = run_clang_tidy(kernel.code, kind=kernel.kind)
+    result = run_clang_tidy(kernel.code, kind=kernel.kind, cache_dir=settings.LINT_CACHE_DIR)
     if result is None:
         return None
     profile = profile_store(kernel_id=kernel_id, kind=Profile.Kind.CLANG_TIDY, origin=Profile.Origin.WORKER,

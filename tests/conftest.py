@@ -84,6 +84,9 @@ def harness_build_dir() -> str:
     # One precompiled torch/extension.h for the tests that build into folders of their own too
     # (verifier/build_pch.py): it is what makes a CPU build take seconds instead of half a minute.
     os.environ.setdefault("KB_HARNESS_PCH_DIR", path.rstrip(os.sep) + "-pch")
+    # Lints too, by everything that goes into them (verifier/clang_tidy_run.py): a source linted
+    # by several tests (the demo builder's, the candidates') parses torch's headers once.
+    os.environ.setdefault("KB_LINT_CACHE_DIR", path.rstrip(os.sep) + "-lint")
     return path
 
 

@@ -33,9 +33,17 @@ How a source is linted:
 
 Output paths are rewritten from the temp dir to the bare file name (``kernel.cu:LINE:COL``),
 so the kernel page can anchor warnings to its own line numbers.
+
+A lint is a function of what goes in: with a cache folder (``cache_dir``, or ``$KB_LINT_CACHE_DIR``)
+a finished lint is kept under the sha256 of the source, the kind, the full command (temp paths
+left out), the clang-tidy binary (path, size, mtime), the toolkit, torch's and Python's versions
+and this file, and the same lint again is read back instead of parsing torch's headers for
+another half minute. A lint that timed out or could not start is never kept.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -66,10 +74,15 @@ _NO_TOOLKIT_NOTE = (
 )
 
 
-def run_clang_tidy(source: str, *, kind: str, timeout_s: float = 120, cuda_home: str | None = "auto") -> dict | None:
+LINT_CACHE_VARIABLE = "KB_LINT_CACHE_DIR"
+
+
+def run_clang_tidy(source: str, *, kind: str, timeout_s: float = 120, cuda_home: str | None = "auto",
+                   cache_dir: str | os.PathLike | None = "env") -> dict | None:
     """``{'stdout', 'stderr', 'errored'}`` like the archive's column, or None for Python kernels.
 
     cuda_home: "auto" finds a toolkit; None lints CUDA without one (the stub); a path uses it.
+    cache_dir: "env" reads $KB_LINT_CACHE_DIR (unset: no cache); None: no cache; a folder.
     Never raises for bad code: a compile error, a timeout or a missing binary is
     ``errored=True`` with the reason in stderr.
     """
@@ -89,6 +102,10 @@ def run_clang_tidy(source: str, *, kind: str, timeout_s: float = 120, cuda_home:
         compat = work / "compat"
         flags = _compile_flags(is_cuda, toolkit, compat)
         command = [binary, file_name, f"-checks=-*,{CHECKS}", "--", *flags]
+        cache = _LintCache(cache_dir, source, kind, command, work, toolkit)
+        kept = cache.read()
+        if kept is not None:
+            return kept
         try:
             # Its own session: a worker stopping gracefully (SIGINT to its process group) lets the
             # jobs it is running finish, and this lint is part of one (seen killed at -2 on the H200).
@@ -112,7 +129,55 @@ def run_clang_tidy(source: str, *, kind: str, timeout_s: float = 120, cuda_home:
         stderr = _NO_TOOLKIT_NOTE + stderr
     if done.returncode != 0 and not stderr.strip():
         stderr = f"clang-tidy exited with status {done.returncode}\n"
-    return {"stdout": stdout, "stderr": stderr, "errored": errored}
+    return cache.write({"stdout": stdout, "stderr": stderr, "errored": errored})
+
+
+def _torch_version() -> str:
+    """The installed torch's version (its headers are what clang-tidy parses), without importing it."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+class _LintCache:
+    """One lint's place in the cache folder (a no-op without one)."""
+
+    def __init__(self, cache_dir, source: str, kind: str, command: list[str], work: Path, toolkit: str | None):
+        folder = os.environ.get(LINT_CACHE_VARIABLE) if cache_dir == "env" else cache_dir
+        self.path = None
+        if not folder:
+            return
+        binary = Path(command[0])
+        stat = binary.stat()
+        what = {"source": source, "kind": kind, "command": [_relative(a, work) for a in command[1:]],
+                "binary": [str(binary.resolve()), stat.st_size, stat.st_mtime_ns], "toolkit": toolkit,
+                "torch": _torch_version(), "python": sys.version, "linter": Path(__file__).read_text()}
+        key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+        self.path = Path(folder) / key[:2] / f"{key}.json"
+
+    def read(self) -> dict | None:
+        if self.path is None:
+            return None
+        try:
+            kept = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return None
+        shape_ok = isinstance(kept, dict) and set(kept) == {"stdout", "stderr", "errored"}
+        return kept if shape_ok else None
+
+    def write(self, result: dict) -> dict:
+        if self.path is not None:
+            try:  # written whole, then renamed: a reader never sees half a lint
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                part = self.path.with_suffix(".%d.part" % os.getpid())
+                part.write_text(json.dumps(result))
+                os.replace(part, self.path)
+            except OSError:
+                pass  # a cache that cannot be written costs the next lint its time, nothing else
+        return result
 
 
 LINT_NICE = 10
