@@ -27,9 +27,7 @@ GPU-time clock for every implementation; the judge's clock bounds it the same wa
 host's time inside such a call counts against the allowance.
 """
 import math
-import os
 import secrets
-import threading
 import time
 
 import torch
@@ -38,7 +36,7 @@ from . import inputs as inp
 from . import kernel_time
 from . import timing
 from . import timing_report
-from .channel import Channel
+from . import channel
 from .checks import compare
 from .result import flag
 from .timing_report import task_flags  # noqa: F401  the judge adds them once the verdict is known
@@ -88,36 +86,6 @@ def _structure(inputs):
         else:
             structure.append({"value": item})
     return structure, tensors
-
-
-def channel_round_trip_ms(seeds, batch):
-    """What a batch's request and answer cost on the channel, measured by the judge alone (a
-    thread of its own echoing over a pipe pair): the runner cannot inflate it to hide time."""
-    a_read, b_write = os.pipe()
-    b_read, a_write = os.pipe()
-    near, far = Channel(a_read, a_write), Channel(b_read, b_write)
-    answer = {"ms": [0.5] * batch, "host_ms": [0.5] * batch, "fingerprints": [[123.456]] * batch,
-              "flags": [{"name": "x", "blocking": False, "evidence": "y" * 200}]}
-
-    def echo():
-        for _ in range(7):
-            header, _ = far.recv()
-            far.send({"type": "batch", "id": header["id"]}, values=answer)
-
-    thread = threading.Thread(target=echo, daemon=True)
-    thread.start()
-    times = []
-    try:
-        for i in range(7):
-            t0 = _perf()
-            near.send({"type": "batch", "id": i}, values={"calls": seeds})
-            near.recv()
-            times.append((_perf() - t0) * 1e3)
-    finally:
-        thread.join(5)
-        for fd in (a_read, a_write, b_read, b_write):
-            os.close(fd)
-    return min(times)
 
 
 def _check_prints(cand, ref_prints, ref_outputs, tol):
@@ -227,7 +195,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
                 clocks = ("kernel_time", "end_to_end")
                 callers = {"kernel_time": kernel_caller, "end_to_end": end_to_end}
                 request = {c: {"clock": c, "spin_us": spin_us} for c in clocks}
-    rtt = channel_round_trip_ms(warm, batch)
+    rtt = channel.round_trip_ms(warm, batch)
     names = ["candidate"] + [n for n, _ in live]
     samples = {clock: {name: {"ms": [], "host_ms": [], "event_ms": [], "device_activities": []} for name in names}
                for clock in clocks}
