@@ -42,6 +42,8 @@ def cpu_worker(settings):
     settings.VERIFY_HARNESS_ARGS = tuple(QUICK_HARNESS.split())
     # Share compiled extensions with the harness's own tests: builds are keyed by code hash.
     settings.BUILD_CACHE_DIR = Path(harness_build.default_build_dir())
+    # And lints, by everything that goes into them (tests/conftest.py names the session's folder).
+    settings.LINT_CACHE_DIR = Path(os.environ["KB_LINT_CACHE_DIR"])
     HUEY.immediate = True
     yield settings
     HUEY.immediate = False
