@@ -273,7 +273,8 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
     timings = timing_report.summarize_clocks(samples, clocks, hidden, why_kernel_time)
     for name, note in notes.items():
         timings[name] = {"error" if name != "compile" or "disabled" not in note else "skipped": note}
-    timings["candidate"]["source"] = "runner (CUDA events or host clock), checked against the judge's clock"
+    timings["candidate"]["source"] = ("runner (CUDA events, the profiler's kernel times or the host clock), checked "
+                                      "against the judge's clock")
     speedup = timing_report.speedups(timings)
     allowance_rule = UNACCOUNTED_ALLOWANCE["cuda" if device == "cuda" else "cpu"]
     report, unaccounted_flag = timing_report.unaccounted_verdict(unaccounted, timings, allowance_rule)
