@@ -313,3 +313,52 @@ def test_the_workers_ncu_profile_from_the_h200_is_stored_and_shown_beside_the_ar
     assert "(measured by our worker)" in html and "(imported with the archive)" in html
     assert "Achieved Occupancy" in html and "L2 Compression Input Sectors" in html  # a metric only the H200 run has
 
+
+
+def test_a_judge_done_being_alone_goes_back_to_shared_without_waiting_for_the_timings_queued_meanwhile(tmp_path):
+    """On the H200 (24 jobs on 16 cores) judges done with their timing re-queued for their shared
+    hold behind every timing queued meanwhile and waited 220 s to finish; now the hold turns back
+    to shared in place, and a queued timing waits only for that judge's end."""
+    lock, order = DeviceLock(tmp_path, "cuda"), []
+    judge_alone, judge_back = threading.Event(), threading.Event()
+
+    def judge():
+        hold = ProcessHold(lock)
+        hold.start()
+        with hold.alone():
+            judge_alone.set()
+            time.sleep(0.4)  # its timing loop; another timing queues meanwhile
+        order.append("judge shared again")
+        judge_back.set()
+        time.sleep(0.3)  # the rest of its run, on the device shared
+        order.append("judge done")
+        hold.stop()
+
+    def other_timing():
+        judge_alone.wait()
+        time.sleep(0.1)
+        with lock.exclusive():
+            order.append("other timing in")
+
+    assert _run_threads([judge, other_timing], deadline_s=20) == []
+    assert order == ["judge shared again", "judge done", "other timing in"]
+
+
+def test_a_downgraded_hold_still_keeps_a_new_exclusive_holder_out_until_it_ends(tmp_path):
+    lock = DeviceLock(tmp_path, "cuda")
+    hold = ProcessHold(lock)
+    hold.start()
+    with hold.alone():
+        pass
+    assert hold.handle is not None and hold.handle.kb_writers is None  # shared, no longer announced
+    probe = open(lock.lock_path, "a+")
+    try:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)  # other shared holders may come in
+        fcntl.flock(probe, fcntl.LOCK_UN)
+    finally:
+        probe.close()
+    hold.stop()
+    with lock.exclusive() as waited:
+        assert waited < 1
