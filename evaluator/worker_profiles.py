@@ -24,13 +24,23 @@ def profile_refresh_clang_tidy(*, kernel_id: int) -> Profile | None:
     None for kernels with nothing to lint (model_new Python modules).
     """
     kernel = Kernel.objects.only("id", "kind", "code").get(id=kernel_id)
-    result = run_clang_tidy(kernel.code, kind=kernel.kind, cache_dir=settings.LINT_CACHE_DIR)
+    result = run_clang_tidy(kernel.code, kind=kernel.kind, cache_dir=lint_cache_dir())
     if result is None:
         return None
     profile = profile_store(kernel_id=kernel_id, kind=Profile.Kind.CLANG_TIDY, origin=Profile.Origin.WORKER,
                             raw_text=repr(result), parsed=result)
     log.info("clang-tidy profile of kernel %s stored (errored=%s)", kernel_id, result["errored"])
     return profile
+
+
+def lint_cache_dir() -> Path | None:
+    """The worker's lint cache, unless it lies inside the build cache: confined runners may write
+    there, and a lint read back from a folder a kernel could write is the kernel's word."""
+    lints, builds = Path(settings.LINT_CACHE_DIR).resolve(), Path(settings.BUILD_CACHE_DIR).resolve()
+    if lints == builds or builds in lints.parents:
+        log.warning("lint cache %s is inside the build cache %s: lints are not cached", lints, builds)
+        return None
+    return lints
 
 
 def profile_store_ncu(*, kernel_id: int, raw_text: str, parsed: dict) -> Profile:

@@ -83,3 +83,15 @@ def test_the_environment_names_the_cache_and_the_worker_uses_its_own_folder(tmp_
     assert profile.parsed["errored"] in (True, False)
     assert len(list((tmp_path / "worker-lints").rglob("*.json"))) == 1
     assert str(settings.LINT_CACHE_DIR) != str(settings.BUILD_CACHE_DIR)
+
+
+def test_the_worker_never_caches_lints_where_a_confined_runner_may_write(tmp_path, settings):
+    from evaluator.worker_profiles import lint_cache_dir
+
+    settings.BUILD_CACHE_DIR = tmp_path / "builds"
+    settings.LINT_CACHE_DIR = tmp_path / "builds" / "lints"
+    assert lint_cache_dir() is None
+    settings.LINT_CACHE_DIR = tmp_path / "builds"
+    assert lint_cache_dir() is None
+    settings.LINT_CACHE_DIR = tmp_path / "lints"
+    assert lint_cache_dir() == (tmp_path / "lints").resolve()
