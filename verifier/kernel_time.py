@@ -115,7 +115,7 @@ class KernelTimeCaller(timing.TimedCaller):
         return super().call(labelled, inputs)
 
     @contextlib.contextmanager
-    def batch(self, answer):
+    def batch(self):
         """Start the profiler for the batch's calls; ``finish`` stops and reads it."""
         self.stop()
         self.index = 0

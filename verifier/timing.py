@@ -287,7 +287,7 @@ def run_batch(fn, make_inputs, seeds, caller, weights, keep=None):
     ``keep``: a list that receives each call's output leaves."""
     ms, host_ms, launch_ms, hidden, prints = [], [], [], [], []
     answer = {"ms": ms, "host_ms": host_ms, "launch_ms": launch_ms, "fingerprints": prints}
-    with caller.batch(answer) if hasattr(caller, "batch") else contextlib.nullcontext():
+    with caller.batch() if hasattr(caller, "batch") else contextlib.nullcontext():
         for seed in seeds:
             ins = make_inputs(seed)
             if caller.device == "cuda":
