@@ -113,6 +113,10 @@ def figures(doc):
         "cand_gpu_ms": result_doc.median_ms(doc, "candidate"), "cand_e2e_ms": result_doc.end_to_end_ms(doc, "candidate"),
         "eager_gpu_ms": result_doc.median_ms(doc, "eager"), "eager_e2e_ms": result_doc.end_to_end_ms(doc, "eager"),
         "clock": result_doc.timing_clock(doc)[0], "launch_hidden": cand.get("launch_hidden"),
+        "gpu_time_busy": (timing.get("gpu_time_busy") or {}).get("used"),
+        "event_ms": {n: ((doc.get("timings") or {}).get(n) or {}).get("event_median_ms") for n in ("candidate", "eager")},
+        "event_bounded": {n: ((doc.get("timings") or {}).get(n) or {}).get("event_bounded_calls")
+                          for n in ("candidate", "eager")},
         "spin_us": timing.get("gpu_time_spin_us"), "rounds": timing.get("rounds"),
         "unaccounted": {c: round(r["median"], 4) for c, r in
                         ((timing.get("unaccounted_ms_per_call") or {}).get("by_clock") or {}).items()},

@@ -81,42 +81,31 @@ def _plain(event):
             "correlation_id": event.correlation_id(), "annotation": bool(event.is_user_annotation())}
 
 
-class KernelTimeCaller(timing.TimedCaller):
-    """Kernel-time clock (cuda). Each call as on the end-to-end clock (its CUDA events are kept as
-    ``event_ms``), inside a labelled range; the profiler starts before a batch's first call
-    (``batch``) and is stopped and read only when the batch's timed window is over
-    (``finish``): reading it costs milliseconds that grow with the number of events, which
-    would otherwise sit in the judge's clock unevenly between implementations. A call the
-    profiler tied no device activity to keeps its event time (a call that does its work on the
-    host is not made free by it).
+class ProfiledBatch:
+    """The profiler around one batch of calls, each inside a range labelled ``LABEL % i``;
+    stopped and read only when the batch's timed window is over (``busy``): reading it costs
+    milliseconds that grow with the number of events, which would otherwise sit in the judge's
+    clock unevenly between implementations.
 
     torch.autograd.profiler's profile, not torch.profiler's: the latter's start looks for
     torch._inductor, which imports torch._dynamo and rebinds torch.manual_seed in the
     candidate's process (a change the runner's snapshots report as patched)."""
 
-    clock = "kernel_time"
+    def __init__(self, device):
+        self.device, self.index, self.profiler = device, 0, None
 
-    def __init__(self, device, start_delay_us=None, flusher=None):
-        super().__init__(device, start_delay_us)
-        self.clock = "kernel_time"  # on the CPU (tests) no device work is found: each call keeps its host time
-        if flusher is not None:
-            self.flusher = flusher
-        self.index = 0
-        self.profiler = None
-
-    def call(self, fn, inputs):
+    def labelled(self, fn):
         label = LABEL % self.index
         self.index += 1
 
-        def labelled(ins):  # the range holds the call alone, not the caller's flush and spin
+        def call(ins):  # the range holds the call alone, not the caller's flush and spin
             with _record_function(label):
                 return fn(ins)
 
-        return super().call(labelled, inputs)
+        return call
 
     @contextlib.contextmanager
     def batch(self):
-        """Start the profiler for the batch's calls; ``finish`` stops and reads it."""
         self.stop()
         self.index = 0
         self.profiler = _profile(use_cpu=True, use_device="cuda" if self.device == "cuda" else None,
@@ -131,21 +120,116 @@ class KernelTimeCaller(timing.TimedCaller):
             return profiler
         return None
 
-    def finish(self, answer):
-        """Stop the profiler and rewrite ``answer`` (a batch's): ``ms`` becomes each call's kernel
-        time, ``event_ms`` keeps its events, ``device_activities`` counts what was tied to it; or
-        ``kernel_time_error`` says why not (the events stay)."""
+    def busy(self, n_calls):
+        """(busy_ms_per_call for the batch's calls, None) or (None, why the profiler could not be read)."""
         try:
             profiler = self.stop()
             if profiler is None:
                 raise RuntimeError("no batch was profiled")
             events = [_plain(e) for e in profiler.kineto_results.events()]
         except Exception as exc:
-            answer["kernel_time_error"] = "the profiler's events could not be read: %s: %s" % (
-                type(exc).__name__, str(exc)[:300])
+            return None, "the profiler's events could not be read: %s: %s" % (type(exc).__name__, str(exc)[:300])
+        return busy_ms_per_call(events, n_calls), None
+
+
+class KernelTimeCaller(timing.TimedCaller):
+    """Kernel-time clock (cuda). Each call as on the end-to-end clock (its CUDA events are kept as
+    ``event_ms``), profiled (ProfiledBatch: ``batch`` around the batch, ``finish`` after it). A
+    call the profiler tied no device activity to keeps its event time (a call that does its
+    work on the host is not made free by it)."""
+
+    clock = "kernel_time"
+
+    def __init__(self, device, start_delay_us=None, flusher=None):
+        super().__init__(device, start_delay_us)
+        self.clock = "kernel_time"  # on the CPU (tests) no device work is found: each call keeps its host time
+        if flusher is not None:
+            self.flusher = flusher
+        self.profiled = ProfiledBatch(device)
+
+    def call(self, fn, inputs):
+        return super().call(self.profiled.labelled(fn), inputs)
+
+    def batch(self):
+        return self.profiled.batch()
+
+    def finish(self, answer):
+        """Rewrite ``answer`` (a batch's): ``ms`` becomes each call's kernel time, ``event_ms``
+        keeps its events, ``device_activities`` counts what was tied to it; or
+        ``kernel_time_error`` says why not (the events stay)."""
+        busy, error = self.profiled.busy(len(answer["ms"]))
+        if error:
+            answer["kernel_time_error"] = error
             return answer
-        busy = busy_ms_per_call(events, len(answer["ms"]))
         answer["event_ms"] = list(answer["ms"])
         answer["device_activities"] = [count for _, count in busy]
         answer["ms"] = [ms if ms is not None else event for (ms, _), event in zip(busy, answer["event_ms"])]
+        return answer
+
+
+# What the events of a queued call hold beyond its kernels' own durations, measured on the H200
+# (scripts/gpu_small_kernel_probe.py, 8 processes): 2.0-2.8 us for a call of one kernel (the
+# event pair and the front end starting the kernel; it moves by 0.4 us between processes, which
+# is 5 % of a 8 us softmax), 4.2-4.7 us for two dependent kernels. A queued call's busy time may
+# leave out at most this much of its events; beyond it the events less this much stand.
+EVENT_OVERHEAD_US = 4.0
+EVENT_OVERHEAD_PER_EXTRA_ACTIVITY_US = 2.5
+
+
+def bounded_busy_ms(busy_ms, activities, event_ms, hidden=True):
+    """A queued call's GPU-time figure: its device busy time, but, when its launch was hidden,
+    never less than its events less the overhead a call of that many activities has
+    (EVENT_OVERHEAD_US, plus EVENT_OVERHEAD_PER_EXTRA_ACTIVITY_US for each activity after the
+    first). Device work the profiler was kept from seeing (a candidate can switch CUPTI off
+    from native code) stays in those events, so it can lower the figure by that overhead at
+    most. A call whose launch was not hidden has the host's gaps in its events, which bound
+    nothing (the judge's clock still does). No activity: the events."""
+    if busy_ms is None:
+        return event_ms
+    if not hidden:
+        return busy_ms
+    allowed_us = EVENT_OVERHEAD_US + EVENT_OVERHEAD_PER_EXTRA_ACTIVITY_US * max(activities - 1, 0)
+    return max(busy_ms, event_ms - allowed_us / 1e3)
+
+
+BUSY_METHOD = ("GPU time: the device's busy time during the call (the union of the intervals of every kernel, copy "
+               "and memset it launched, CUPTI through torch.profiler), with the call's whole launch queued behind a "
+               "spin kernel (inputs written behind the spin, L2 flushed); bounded below by the CUDA events around "
+               "the call less their own overhead (%g us, %g us more per further activity): the events' start-up "
+               "cost moves by a few tenths of a microsecond between processes, which is percents of a "
+               "microsecond kernel" % (EVENT_OVERHEAD_US, EVENT_OVERHEAD_PER_EXTRA_ACTIVITY_US))
+
+
+class QueuedBusyCaller:
+    """GPU-time clock, ranked on the device's busy time: ``inner`` (a timing.QueuedLaunchCaller)
+    makes each call, profiled (ProfiledBatch); ``finish`` rewrites the batch's figures to
+    ``bounded_busy_ms``, keeping the events as ``event_ms``."""
+
+    clock = "gpu_time"
+
+    def __init__(self, inner):
+        self.inner, self.device, self.spin_us = inner, inner.device, inner.spin_us
+        self.profiled = ProfiledBatch(inner.device)
+
+    def call(self, fn, inputs):
+        return self.inner.call(self.profiled.labelled(fn), inputs)
+
+    def batch(self):
+        return self.profiled.batch()
+
+    def finish(self, answer):
+        """``ms`` becomes each call's bounded busy time (``answer["launch_hidden"]`` says which
+        calls' events bound it), ``event_ms`` keeps its events, ``device_activities`` counts
+        what was tied to it, ``event_bounded`` says which calls' figures the events set; or
+        ``kernel_time_error`` says why not (the events stay)."""
+        busy, error = self.profiled.busy(len(answer["ms"]))
+        if error:
+            answer["kernel_time_error"] = error
+            return answer
+        events = answer["event_ms"] = list(answer["ms"])
+        hidden = answer.get("launch_hidden") or [False] * len(events)
+        answer["device_activities"] = [count for _, count in busy]
+        answer["ms"] = [bounded_busy_ms(ms, count, event, h is True)
+                        for (ms, count), event, h in zip(busy, events, hidden)]
+        answer["event_bounded"] = [ms is None or figure > ms for (ms, _), figure in zip(busy, answer["ms"])]
         return answer

@@ -19,7 +19,9 @@ A document is plain JSON:
   (the call's launch queued behind a spin: device time without the host's launch gaps); since
   harness 2.3.0 it is ``kernel_time`` (the device's busy time from the profiler, with
   ``event_median_ms`` and ``fallback`` saying why) when a call waits for the device inside
-  itself; on the CPU it is ``host`` and ``timings.<name>.gpu_time`` says why there is no GPU time.
+  itself; since harness 2.4.0 ``gpu_time`` is the queued call's device busy time from the
+  profiler, bounded below by its events (``checks.timing.gpu_time_busy`` says whether it was
+  used; ``event_median_ms`` and ``event_bounded_calls`` beside the figure); on the CPU it is ``host`` and ``timings.<name>.gpu_time`` says why there is no GPU time.
   Version 2 documents have one clock (CUDA events after a 50 us spin), read as end to end;
 - ``versions`` (harness version and sha256, python, torch, CUDA, driver, GPU, CPU),
   ``device``, ``kind``, ``seeds``, ``log``, ``checks`` (raw evidence), ``sandbox`` (when run
@@ -30,7 +32,7 @@ import math
 import sys
 
 RESULT_VERSION = 3
-HARNESS_VERSION = "2.3.0"
+HARNESS_VERSION = "2.4.0"
 VERDICTS = ("passed", "failed", "error")
 BUILD_VERDICT = "built"
 MAX_LOG_CHARS = 30000

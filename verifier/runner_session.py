@@ -82,8 +82,9 @@ class RunnerSession:
         self.batch_outputs = []
         self.caller = None
         self.gpu_caller = None
+        self.busy_caller = None
         self.kernel_caller = None
-        self.kernel_batch_ms = None
+        self.profiled_batch = None  # (caller, ms) of the last profiled batch, until its figures are asked for
         self.weights = None
 
     # --- loading -------------------------------------------------------------------------
@@ -111,7 +112,8 @@ class RunnerSession:
         ctx.namespaces += [("reference", ref_mod)] + [(m.__name__, m) for m in (
             analysis, build, checks, guard, inp, kernel_time, memory, timing, trials_mod)] + [
             (c.__module__ + "." + c.__qualname__, c) for c in (  # their methods, which the module's names do not cover
-                timing.TimedCaller, timing.QueuedLaunchCaller, kernel_time.KernelTimeCaller)]
+                timing.TimedCaller, timing.QueuedLaunchCaller, kernel_time.KernelTimeCaller,
+                kernel_time.QueuedBusyCaller, kernel_time.ProfiledBatch)]
         if not build_only:
             ctx.size_hints = self._warm_up(ref_model, ref_mod)
         before = guard.snapshot(ctx.namespaces)
@@ -192,9 +194,9 @@ class RunnerSession:
 
     def time_batch(self, seeds, clock=None):
         """One batch, a call on the task's inputs for each seed, on the clock the judge asked for
-        (``clock``: ``{"clock": "gpu_time", "spin_us": S, "cpus": [...]}``, ``{"clock":
-        "kernel_time", ...}``; None or anything else: the end-to-end clock), pinned to the CPUs
-        it named. What this reports is checked by the judge like every timed call."""
+        (``clock``: ``{"clock": "gpu_time", "spin_us": S, "busy": bool, "cpus": [...]}``,
+        ``{"clock": "kernel_time", ...}``; None or anything else: the end-to-end clock), pinned to
+        the CPUs it named. What this reports is checked by the judge like every timed call."""
         clock = clock if isinstance(clock, dict) else {}
         pinned = self._pin(clock.get("cpus"))
         caller = self.caller
@@ -203,7 +205,8 @@ class RunnerSession:
             spin = float(spin) if isinstance(spin, (int, float)) and not isinstance(spin, bool) else 0.0
             if getattr(self.gpu_caller, "spin_us", None) != min(max(spin, 0.0), timing.MAX_QUEUE_SPIN_US):
                 self.gpu_caller = timing.QueuedLaunchCaller(self.device, spin, self.caller.flusher)
-            caller = self.gpu_caller
+                self.busy_caller = kernel_time.QueuedBusyCaller(self.gpu_caller)
+            caller = self.busy_caller if clock.get("busy") is True else self.gpu_caller
         elif clock.get("clock") == "kernel_time" and self.device == "cuda":
             if self.kernel_caller is None:
                 self.kernel_caller = kernel_time.KernelTimeCaller(self.device, self.caller.start_delay_us,
@@ -213,18 +216,19 @@ class RunnerSession:
         answer = timing.run_batch(self.ctx.cand_call, self.make_inputs, seeds, caller, self.weights,
                                   keep=self.batch_outputs)
         answer["clock"] = caller.clock
-        self.kernel_batch_ms = list(answer["ms"]) if caller is self.kernel_caller else None
+        self.profiled_batch = (caller, {"ms": list(answer["ms"]), "launch_hidden": answer.get("launch_hidden")}) \
+            if hasattr(caller, "finish") else None
         if pinned is not None:
             answer["cpus"] = pinned
         return answer
 
     def kernel_times(self):
-        """The last kernel-time batch's figures (kernel_time.KernelTimeCaller.finish), asked for
-        after the judge's clock around that batch stopped."""
-        if self.kernel_caller is None or self.kernel_batch_ms is None:
-            return {"kernel_time_error": "no kernel-time batch to read"}
-        ms, self.kernel_batch_ms = self.kernel_batch_ms, None
-        return self.kernel_caller.finish({"ms": ms})
+        """The last profiled batch's figures (its caller's ``finish``: kernel_time.KernelTimeCaller
+        or QueuedBusyCaller), asked for after the judge's clock around that batch stopped."""
+        if self.profiled_batch is None:
+            return {"kernel_time_error": "no profiled batch to read"}
+        (caller, answer), self.profiled_batch = self.profiled_batch, None
+        return caller.finish(answer)
 
     def _pin(self, cpus):
         """Pin this thread to the judge's choice of CPUs; the affinity that holds after."""

@@ -124,18 +124,20 @@ class Pinning:
         return False
 
 
-def summarize_clocks(samples, clocks, hidden, why_kernel_time=None):
+def summarize_clocks(samples, clocks, hidden, why_kernel_time=None, gpu_time_busy=None):
     """``timings`` for the document: per implementation the ranking clock's figures at the top
     (``median_ms`` ...) with its ``clock`` and ``method``, and the end-to-end figures under
-    ``end_to_end``; on the CPU both are the host clock and ``gpu_time`` says why. On the
-    kernel-time clock the calls' own CUDA events (``event_median_ms``: the host's waits inside
-    the call are in them) and the device activities per call are kept beside the figure, and
-    ``fallback`` says why that clock was used (``why_kernel_time``)."""
+    ``end_to_end``; on the CPU both are the host clock and ``gpu_time`` says why. On a profiled
+    clock (kernel time; GPU time ranked on the device's busy time, ``gpu_time_busy``) the calls'
+    own CUDA events (``event_median_ms``) and the device activities per call are kept beside the
+    figure; on the kernel-time clock ``fallback`` says why that clock was used (``why_kernel_time``);
+    on busy GPU time ``event_bounded_calls`` counts the calls whose figure their events set."""
     rank = clocks[0]
+    busy = rank == "gpu_time" and bool((gpu_time_busy or {}).get("used"))
     out = {}
     for name in samples[rank]:
         entry = dict(timing.summarize(samples[rank][name]["ms"], samples[rank][name]["host_ms"]),
-                     clock=rank, method=METHODS[rank])
+                     clock=rank, method=kernel_time.BUSY_METHOD if busy else METHODS[rank])
         if rank == "gpu_time":
             seen = hidden.get(name) or []
             entry["launch_hidden"] = {"calls": sum(1 for h in seen if h is True), "of": len(seen)}
@@ -144,12 +146,16 @@ def summarize_clocks(samples, clocks, hidden, why_kernel_time=None):
                                      "(a synchronize or a copy to the host inside it), so this figure also holds the "
                                      "host's time from that wait to the call's return"
                                      % (entry["launch_hidden"]["calls"], len(seen)))
-        if rank == "kernel_time":
+        if rank == "kernel_time" or busy:
             events = samples[rank][name].get("event_ms") or []
             activities = samples[rank][name].get("device_activities") or []
             entry["event_median_ms"] = statistics.median(events) if events else None
             entry["device_activities_per_call"] = statistics.median(activities) if activities else None
+        if rank == "kernel_time":
             entry["fallback"] = why_kernel_time
+        if busy:
+            bounded = samples[rank][name].get("event_bounded") or []
+            entry["event_bounded_calls"] = {"calls": sum(1 for b in bounded if b), "of": len(bounded)}
         e2e = clocks[-1]
         entry["end_to_end"] = dict(timing.summarize(samples[e2e][name]["ms"], samples[e2e][name]["host_ms"]),
                                    clock=e2e, method=METHODS[e2e])
@@ -178,18 +184,34 @@ def speedups(timings):
     return speedup
 
 
+def clock_allowance(allowance_rule, candidate_median_ms):
+    """The unaccounted time per call a clock allows: max(ms, fraction of the candidate's median)."""
+    abs_ms, frac = allowance_rule
+    return max(abs_ms, frac * (candidate_median_ms or 0.0))
+
+
+def median_of_rounds(per_round):
+    return sorted(per_round)[len(per_round) // 2] if per_round else 0.0
+
+
+def clocks_over_allowance(unaccounted, candidate_medians, allowance_rule):
+    """The clocks whose median unaccounted time over the rounds so far is over its allowance."""
+    return [clock for clock, per_round in unaccounted.items()
+            if median_of_rounds(per_round) > clock_allowance(allowance_rule, candidate_medians.get(clock))]
+
+
 def unaccounted_verdict(unaccounted, timings, allowance_rule):
     """The judge's-clock check per clock: the median over its rounds of the runner's unaccounted
-    time per call against max(ms, fraction of the candidate's median on that clock). Returns
-    (report, flag or None); the report's top level is the clock nearest its allowance."""
-    abs_ms, frac = allowance_rule
+    time per call against ``clock_allowance``. Returns (report, flag or None); the report's top
+    level is the clock nearest its allowance."""
+    abs_ms = allowance_rule[0]
     by_clock, worst = {}, None
     cand = timings.get("candidate") or {}
     for clock, per_round in unaccounted.items():
         median = cand.get("median_ms") if cand.get("clock") == clock else (cand.get("end_to_end") or {}).get(
             "median_ms")
-        allowance = max(abs_ms, frac * (median or 0.0))
-        mid = sorted(per_round)[len(per_round) // 2] if per_round else 0.0
+        allowance = clock_allowance(allowance_rule, median)
+        mid = median_of_rounds(per_round)
         by_clock[clock] = {"median": mid, "allowance": allowance, "per_round": [round(u, 4) for u in per_round[:200]],
                            "candidate_median_ms": median}
         if worst is None or mid / allowance > by_clock[worst]["median"] / by_clock[worst]["allowance"]:

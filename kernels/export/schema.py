@@ -47,7 +47,8 @@ EXTRA_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("Verification_Speedup_Native", pa.float64(), "re-measured speedup vs eager"),
     ("Verification_Speedup_Compile", pa.float64(), "re-measured speedup vs torch.compile"),
     ("Verification_Timing_Clock", pa.string(), "what the runtimes and speedups above measure: gpu_time (the call's "
-     "launch queued behind a spin, no host gaps; ranks), kernel_time (the device's busy time from the profiler, "
+     "launch queued behind a spin, no host gaps; since harness 2.4.0 the device's busy time from the profiler, "
+     "bounded below by the call's CUDA events; ranks), kernel_time (the device's busy time from the profiler, "
      "for calls that wait for the device inside themselves; ranks), end_to_end (harness before 2.1.0) or host (a CPU run)"),
     ("Verification_End_To_End_Runtime", pa.float64(), "re-measured kernel runtime end to end, ms (CUDA events around "
      "the call launched from Python: the host's launches in it)"),

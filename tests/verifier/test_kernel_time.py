@@ -67,9 +67,9 @@ def test_the_real_profiler_on_the_cpu_keeps_each_calls_own_time_when_no_device_w
     weights = timing.FingerprintWeights(1, "cpu")
     answer = timing.run_batch(lambda ins: Doubler()(*ins), lambda seed: [timing.torch.full((4, 4), float(seed))],
                               [1, 2, 3], caller, weights)
-    assert caller.profiler is not None and "event_ms" not in answer  # still running: read after the window
+    assert caller.profiled.profiler is not None and "event_ms" not in answer  # still running: read after the window
     caller.finish(answer)
-    assert caller.profiler is None and answer["device_activities"] == [0, 0, 0] and answer["ms"] == answer["event_ms"]
+    assert caller.profiled.profiler is None and answer["device_activities"] == [0, 0, 0] and answer["ms"] == answer["event_ms"]
     assert all(ms >= HOST_MS for ms in answer["ms"]) and "kernel_time_error" not in answer
 
 
@@ -119,17 +119,52 @@ def test_no_kernel_time_from_the_runner_keeps_gpu_time_and_says_why(waiting_cand
 
     timings, speedup, info, flags, _ = run_timing(FakeRunner(lambda ins: Doubler()(*ins), forge))
     assert info["rank_clock"] == "gpu_time" and info["kernel_time"]["used"] is False
-    assert "the runner did not report kernel time (the profiler's events could not be read" in \
+    assert "the runner did not report its device's busy time (the profiler's events could not be read" in \
         info["kernel_time"]["why"]
     assert timings["candidate"]["clock"] == "gpu_time" and "fallback" in timings["candidate"]
     assert timing_report.waiting_calls({"candidate": [False] * 4, "eager": [True] * 4}) == {"candidate": "0 of 4"}
 
 
-def test_a_judge_whose_calls_are_all_hidden_never_starts_the_profiler(two_clocks, monkeypatch):
-    started = []
-    monkeypatch.setattr(kernel_time, "_profile", lambda **kw: started.append(kw))  # would fail if started
-    _, _, info, _, _ = run_timing(FakeRunner(lambda ins: Doubler()(*ins)))
-    assert not started and "kernel_time" not in info and info["rank_clock"] == "gpu_time"
+def test_a_judge_whose_profiler_fails_ranks_on_the_gpu_time_events_and_says_why(two_clocks, monkeypatch):
+    def broken(**kw):
+        raise RuntimeError("CUPTI unavailable")
+
+    monkeypatch.setattr(kernel_time, "_profile", broken)
+    timings, _, info, flags, _ = run_timing(FakeRunner(lambda ins: Doubler()(*ins)))
+    assert not flags and "kernel_time" not in info and info["rank_clock"] == "gpu_time"
+    assert info["gpu_time_busy"] == {"used": False, "why": "the profiler failed in the judge (RuntimeError: CUPTI "
+                                                           "unavailable)"}
+    cand = timings["candidate"]
+    assert cand["method"] == timing_report.METHODS["gpu_time"] and "event_median_ms" not in cand
+
+
+def test_a_queued_calls_figure_is_its_busy_time_held_to_its_events_less_their_overhead():
+    overhead = kernel_time.EVENT_OVERHEAD_US / 1e3
+    extra = kernel_time.EVENT_OVERHEAD_PER_EXTRA_ACTIVITY_US / 1e3
+    # the H200's softmax: 4.0 us busy in 6.3 us of events, one kernel: its busy time stands
+    assert kernel_time.bounded_busy_ms(0.004, 1, 0.0063) == 0.004
+    # device work hidden from the profiler: events of 1 ms, 4 us seen: the events less the overhead stand
+    assert kernel_time.bounded_busy_ms(0.004, 1, 1.0) == pytest.approx(1.0 - overhead)
+    # each further activity allows its own launch gap, no more
+    assert kernel_time.bounded_busy_ms(0.008, 2, 0.0125) == 0.008
+    assert kernel_time.bounded_busy_ms(0.008, 2, 0.1) == pytest.approx(0.1 - overhead - extra)
+    assert kernel_time.bounded_busy_ms(None, 0, 0.02) == 0.02  # nothing seen: the events
+    # a launch that outlasted the spin: the host's gaps are in the events, which bound nothing
+    assert kernel_time.bounded_busy_ms(0.004, 1, 0.054, hidden=False) == 0.004
+
+
+def test_a_runner_hiding_work_from_its_profiler_gains_at_most_the_events_overhead(two_clocks):
+    """The runner's busy times say 1 ms of a 20 ms call: the judge holds each to the runner's own
+    events less their overhead, so the ranking figure stays the events' (less 4 us)."""
+    def forge(clock, answer, outputs):
+        if clock == "kernel_times":
+            answer["ms"] = [1.0] * len(answer["ms"])
+            answer["device_activities"] = [1] * len(answer["ms"])
+
+    timings, _, _, flags, _ = run_timing(FakeRunner(lambda ins: Doubler()(*ins), forge))
+    cand, eager = timings["candidate"], timings["eager"]
+    assert not flags and cand["median_ms"] >= cand["event_median_ms"] - kernel_time.EVENT_OVERHEAD_US / 1e3
+    assert cand["median_ms"] > 0.8 * eager["median_ms"]
 
 
 def test_profiling_a_batch_changes_nothing_the_runners_snapshots_watch():

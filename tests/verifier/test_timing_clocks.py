@@ -66,10 +66,12 @@ class FakeRunner:
             self.weights = timing.FingerprintWeights(values["weight_seed"], "cpu")
             return {}, []
         if kind == "batch":
-            self.clocks_asked.append(values.get("clock"))
+            self.clocks_asked.append(dict(values["clock"]) if values.get("clock") else None)  # as sent, not as mutated
             clock = values.get("clock") or {}
             if clock.get("clock") == "gpu_time":
                 caller = self.queued_caller("cpu", clock.get("spin_us"))
+                if clock.get("busy") is True:
+                    caller = kernel_time.QueuedBusyCaller(caller)
             elif clock.get("clock") == "kernel_time":
                 caller = kernel_time.KernelTimeCaller("cpu")
             else:
@@ -77,11 +79,11 @@ class FakeRunner:
             self.outputs = []
             answer = timing.run_batch(self.fn, self.make, values["calls"], caller, self.weights, keep=self.outputs)
             answer["clock"] = caller.clock  # as the runner's time_batch says which clock it used
-            self.kernel_batch = (caller, list(answer["ms"])) if caller.clock == "kernel_time" else None
+            self.kernel_batch = (caller, list(answer["ms"])) if hasattr(caller, "finish") else None
             if self.forge:
                 self.forge(caller.clock, answer, self.outputs)
             return answer, []
-        if kind == "kernel_times":  # the kernel-time figures, asked for after the batch
+        if kind == "kernel_times":  # a profiled batch's figures, asked for after the batch
             caller, ms = self.kernel_batch
             figures = caller.finish({"ms": ms})
             if self.forge:
@@ -121,8 +123,10 @@ def test_honest_runner_gets_both_figures_each_named_and_ranked_by_gpu_time(two_c
     timings, speedup, info, flags, _ = run_timing(runner)
     assert not flags, flags
     cand, eager = timings["candidate"], timings["eager"]
-    for entry in (cand, eager):
-        assert entry["clock"] == "gpu_time" and entry["method"] == timing_report.METHODS["gpu_time"]
+    for entry in (cand, eager):  # ranked on busy time; on the CPU no device work: each call keeps its events
+        assert entry["clock"] == "gpu_time" and entry["method"] == kernel_time.BUSY_METHOD
+        assert entry["event_median_ms"] == entry["median_ms"] and entry["device_activities_per_call"] == 0
+        assert entry["event_bounded_calls"] == {"calls": entry["n"], "of": entry["n"]}
         assert entry["end_to_end"]["clock"] == "end_to_end" and entry["end_to_end"]["n"] >= 8
         assert entry["median_ms"] >= HOST_MS and entry["end_to_end"]["median_ms"] >= HOST_MS
         assert entry["launch_hidden"] == {"calls": entry["n"], "of": entry["n"]} and "fallback" not in entry
@@ -131,10 +135,12 @@ def test_honest_runner_gets_both_figures_each_named_and_ranked_by_gpu_time(two_c
     assert speedup["end_to_end"]["vs_eager"] == pytest.approx(
         eager["end_to_end"]["median_ms"] / cand["end_to_end"]["median_ms"])
     # rounds alternate the clocks, and the runner was told which (and the same spin each time)
-    asked = [c["clock"] for c in runner.clocks_asked[2:]]
-    assert asked[:4] == ["gpu_time", "end_to_end", "gpu_time", "end_to_end"] and info["rounds"] >= 6
-    # warm-ups, kept out of the rounds: end to end, then the GPU-time clock
-    assert runner.clocks_asked[0] is None and runner.clocks_asked[1]["clock"] == "gpu_time"
+    asked = [(c["clock"], c.get("busy")) for c in runner.clocks_asked[3:]]
+    assert asked[:4] == [("gpu_time", True), ("end_to_end", None)] * 2 and info["rounds"] >= 6
+    # warm-ups, kept out of the rounds: end to end, the GPU-time clock, then its profiled calls
+    assert runner.clocks_asked[0] is None and runner.clocks_asked[1] == {"clock": "gpu_time",
+                                                                        "spin_us": info["gpu_time_spin_us"]}
+    assert runner.clocks_asked[2]["busy"] is True and info["gpu_time_busy"]["used"] is True
     assert len({c["spin_us"] for c in runner.clocks_asked[1:]}) == 1
     assert info["gpu_time_spin_us"] == timing.MAX_QUEUE_SPIN_US  # 3x a 20 ms launch, capped
     unaccounted = info["unaccounted_ms_per_call"]
@@ -142,10 +148,21 @@ def test_honest_runner_gets_both_figures_each_named_and_ranked_by_gpu_time(two_c
     assert all(r["median"] <= r["allowance"] for r in unaccounted["by_clock"].values())
 
 
+def test_busy_time_below_the_runners_own_events_is_lifted_back_by_the_judge(two_clocks):
+    def forge(clock, answer, outputs):
+        if clock == "kernel_times":
+            answer["ms"] = [0.0 for ms in answer["ms"]]  # "the device was busy 0 ms", events left as they were
+
+    timings, _, info, flags, _ = run_timing(FakeRunner(lambda ins: Doubler()(*ins), forge))
+    assert not flags, flags
+    assert timings["candidate"]["median_ms"] >= HOST_MS - kernel_time.EVENT_OVERHEAD_US / 1e3
+
+
 def test_under_reported_gpu_time_is_caught_by_the_judges_clock(two_clocks):
     def forge(clock, answer, outputs):
-        if clock == "gpu_time":
-            answer["ms"] = [0.0 for ms in answer["ms"]]  # 20 ms a call, over the 5 ms allowance
+        if clock == "kernel_times":  # figures and events alike: 20 ms a call, over the 5 ms allowance
+            answer["ms"] = [0.0 for ms in answer["ms"]]
+            answer["event_ms"] = [0.0 for ms in answer["event_ms"]]
 
     timings, speedup, info, flags, _ = run_timing(FakeRunner(lambda ins: Doubler()(*ins), forge))
     names = {f["name"]: f for f in flags}
@@ -153,6 +170,35 @@ def test_under_reported_gpu_time_is_caught_by_the_judges_clock(two_clocks):
     assert info["unaccounted_ms_per_call"]["clock"] == "gpu_time"
     by_clock = info["unaccounted_ms_per_call"]["by_clock"]
     assert by_clock["end_to_end"]["median"] <= by_clock["end_to_end"]["allowance"]
+
+
+def stalled_runner(stalled_rounds):
+    """A runner whose host stalls 0.3 s (75 ms a call, over the CPU's 20 ms allowance) in the
+    given GPU-time rounds (1 is the first; the two warm-up batches come before it)."""
+    seen = {"gpu_time": 0}
+
+    def forge(clock, answer, outputs):
+        if clock == "gpu_time":
+            seen["gpu_time"] += 1
+            if seen["gpu_time"] - 2 in stalled_rounds:
+                time.sleep(0.3)
+
+    return FakeRunner(lambda ins: Doubler()(*ins), forge)
+
+
+def test_an_honest_kernel_whose_host_stalled_in_two_of_its_first_three_rounds_is_confirmed_by_more(two_clocks):
+    _, _, info, flags, _ = run_timing(stalled_runner({1, 2}))
+    assert not flags, flags
+    per_round = info["unaccounted_ms_per_call"]["by_clock"]["gpu_time"]["per_round"]
+    assert len(per_round) == 3 + judge_timing.CONFIRM_ROUNDS_PER_CLOCK and sum(u > 20 for u in per_round) == 2
+    assert "more rounds, since the unaccounted time was over its allowance on the gpu_time clock" in info["stop"]
+
+
+def test_time_outside_the_window_in_every_round_still_fails_after_the_confirming_rounds(two_clocks):
+    _, _, info, flags, _ = run_timing(stalled_runner(set(range(1, 100))))
+    assert [f["name"] for f in flags] == ["timing_unaccounted"]
+    assert len(info["unaccounted_ms_per_call"]["by_clock"]["gpu_time"]["per_round"]) == \
+        3 + judge_timing.CONFIRM_ROUNDS_PER_CLOCK
 
 
 def test_wrong_output_only_on_the_gpu_time_clock_is_caught_by_the_fingerprints(two_clocks):
