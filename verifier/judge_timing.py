@@ -33,6 +33,7 @@ import time
 import torch
 
 from . import inputs as inp
+from . import judge_clocks
 from . import kernel_time
 from . import timing
 from . import timing_report
@@ -42,7 +43,6 @@ from .result import flag
 from .timing_report import task_flags  # noqa: F401  the judge adds them once the verdict is known
 
 _perf = time.perf_counter
-SEED_BOUND = 2 ** 62
 FINGERPRINT_SIGMAS = 8.0
 BATCH_OUTPUT_BYTES = 256 << 20
 MAX_BATCH = 16
@@ -54,18 +54,13 @@ UNACCOUNTED_ALLOWANCE = {"cuda": (0.5, 0.25), "cpu": (5.0, 1.0)}  # (ms, fractio
 CONFIRM_ROUNDS_PER_CLOCK = 6  # more rounds of each clock before the unaccounted time fails a kernel
 
 
-def _seeds(n):
-    """One input seed per call."""
-    return [secrets.randbelow(SEED_BOUND) for _ in range(n)]
-
-
 def inputs_on_device(ref_mod, device, probe):
     """(on_device, how): may the timed calls' inputs be made on the device itself? On a GPU, when
     the task's get_inputs() runs there, gives what it gives on the host in shape and type, and
     gives the same bits twice from one seed (the runner regenerates what the judge made)."""
     if device != "cuda":
         return False, "get_inputs() on the host under a new seed per call"
-    seed = secrets.randbelow(SEED_BOUND)
+    seed = secrets.randbelow(judge_clocks.SEED_BOUND)
     try:
         a, b = (inp.make_timing_inputs(ref_mod, seed, device, True) for _ in range(2))
     except Exception as exc:
@@ -117,22 +112,13 @@ def _check_prints(cand, ref_prints, ref_outputs, tol):
     return None
 
 
-def _numbers(values, batch):
-    return (isinstance(values, list) and len(values) == batch and
-            all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in values))
-
-
-def _flags(values, batch):
-    return isinstance(values, list) and len(values) == batch and all(isinstance(v, bool) for v in values)
-
-
 def _bound_by_own_events(answer, batch):
     """The runner's busy times held to its own events' bound again (kernel_time.bounded_busy_ms),
     by the judge: a report cannot put a call whose launch it says was hidden further below its
     events than the bound allows."""
     ms, events, activities = answer.get("ms"), answer.get("event_ms"), answer.get("device_activities")
     hidden = answer.get("launch_hidden")
-    if _numbers(ms, batch) and _numbers(events, batch) and _numbers(activities, batch) and _flags(hidden, batch):
+    if judge_clocks.numbers(ms, batch) and judge_clocks.numbers(events, batch) and judge_clocks.numbers(activities, batch) and judge_clocks.flags(hidden, batch):
         answer["ms"] = [kernel_time.bounded_busy_ms(m, int(a), e, h)
                         for m, a, e, h in zip(ms, activities, events, hidden)]
 
@@ -181,7 +167,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
 
     # Warm-up: one end-to-end batch each (builds torch.compile, fills caches; errors in a
     # baseline are recorded), which also shows how long each takes the host to launch.
-    warm = _seeds(batch)
+    warm = judge_clocks.seeds(batch)
     live, launch = [], {}
     for name, fn in impls:
         try:
@@ -192,47 +178,11 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
     if "eager" not in dict(live):
         raise RuntimeError("the eager reference cannot be timed: %s" % notes.get("eager"))
     answer, _ = candidate_batch(warm, None)
-    launch["candidate"] = answer.get("launch_ms")[1:] if _numbers(answer.get("launch_ms"), batch) else []
-    clocks = timing_report.clocks_for(device)
-    spin_us = timing_report.queue_spin_us(launch) if "gpu_time" in clocks else None
-    callers = {clock: timing.QueuedLaunchCaller(device, spin_us, end_to_end.flusher) if clock == "gpu_time"
-               else end_to_end for clock in clocks}
-    request = {c: {"clock": c, "spin_us": spin_us} for c in clocks}
-    why_kernel_time, gpu_time_busy = None, None
-    if "gpu_time" in clocks:  # its first calls (the runner's caller, new input buffers) stay out of the rounds
-        warm = _seeds(batch)
-        seen = {name: timing.run_batch(fn, make, warm, callers["gpu_time"], weights).get("launch_hidden")
-                for name, fn in live}
-        seen["candidate"] = candidate_batch(warm, request["gpu_time"])[0].get("launch_hidden")
-        waiting = timing_report.waiting_calls(seen)
-        if waiting:
-            why_kernel_time = "the launch was hidden in fewer than half of the GPU-time warm-up calls of %s: each " \
-                              "waits for the device inside the call, so its GPU-time events would hold the host's " \
-                              "time too" % ", ".join("%s (%s)" % item for item in sorted(waiting.items()))
-            kernel_caller = kernel_time.KernelTimeCaller(device, start_delay_us, end_to_end.flusher)
-            failure, _ = _profiled_clock_fails(live, make, batch, kernel_caller, weights, candidate_batch,
-                                               {"clock": "kernel_time"})
-            if failure:
-                why_kernel_time += "; %s, so GPU time stays" % failure
-            else:
-                why_kernel_time += "; ranked by the device's busy time from the profiler instead"
-                clocks = ("kernel_time", "end_to_end")
-                callers = {"kernel_time": kernel_caller, "end_to_end": end_to_end}
-                request = {c: {"clock": c, "spin_us": spin_us} for c in clocks}
-        if clocks[0] == "gpu_time":
-            busy_caller = kernel_time.QueuedBusyCaller(callers["gpu_time"])
-            failure, profiled_launch = _profiled_clock_fails(live, make, batch, busy_caller, weights,
-                                                             candidate_batch, dict(request["gpu_time"], busy=True))
-            gpu_time_busy = {"used": not failure, "why": failure or "every implementation's queued calls were "
-                                                                   "profiled"}
-            if not failure:
-                # The profiler slows the host's launches (its ranges, its callbacks): the spin is sized again
-                # from launches made under it, or calls outlast it and their events bound nothing.
-                spin_us = max(spin_us, timing_report.queue_spin_us(profiled_launch))
-                gpu_time_busy["spin_us"] = spin_us
-                callers["gpu_time"] = kernel_time.QueuedBusyCaller(
-                    timing.QueuedLaunchCaller(device, spin_us, end_to_end.flusher))
-                request["gpu_time"].update(busy=True, spin_us=spin_us)
+    launch["candidate"] = answer.get("launch_ms")[1:] if judge_clocks.numbers(answer.get("launch_ms"), batch) else []
+    chosen = judge_clocks.choose(device=device, live=live, make=make, batch=batch, weights=weights,
+                                 candidate_batch=candidate_batch, end_to_end=end_to_end,
+                                 start_delay_us=start_delay_us, launch=launch)
+    clocks, callers, request, spin_us = chosen.clocks, chosen.callers, chosen.request, chosen.spin_us
     rtt = channel.round_trip_ms(warm, batch)
     names = ["candidate"] + [n for n, _ in live]
     samples = {clock: {name: {"ms": [], "host_ms": [], **{k: [] for k in PROFILED_KEYS}} for name in names}
@@ -252,7 +202,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
         t_start = _perf()
         while True:
             clock = clocks[rounds % len(clocks)]
-            calls = _seeds(batch)
+            calls = judge_clocks.seeds(batch)
             turn = rounds // len(clocks)
             order = names[turn % len(names):] + names[:turn % len(names)]
             kept, walls = {}, {}
@@ -272,7 +222,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
                             callers[clock].finish(result)
                     if name == "eager":
                         ref_prints = result["fingerprints"]
-                if not (_numbers(result.get("ms"), batch) and _numbers(result.get("host_ms"), batch)):
+                if not (judge_clocks.numbers(result.get("ms"), batch) and judge_clocks.numbers(result.get("host_ms"), batch)):
                     flags.append(flag("tampering", True, "the runner's batch report is malformed: %r" % (
                         {k: result.get(k) for k in ("ms", "host_ms")},), source="judge"))
                     return _give_up(samples, notes, flags, rounds)
@@ -281,7 +231,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
                 if hasattr(callers[clock], "finish"):
                     for key in PROFILED_KEYS:
                         got = result.get(key)
-                        whole = _flags(got, batch) if key == "event_bounded" else _numbers(got, batch)
+                        whole = judge_clocks.flags(got, batch) if key == "event_bounded" else judge_clocks.numbers(got, batch)
                         samples[clock][name][key] += got if whole else []
                 if clock == "gpu_time":
                     seen = result.get("launch_hidden")
@@ -322,7 +272,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
             stop += "; then %d more rounds, since the unaccounted time was over its allowance on the %s clock" % (
                 CONFIRM_ROUNDS_PER_CLOCK * len(clocks), " and ".join(over))
         clock_after = timing.gpu_clocks() if device == "cuda" else None
-    timings = timing_report.summarize_clocks(samples, clocks, hidden, why_kernel_time, gpu_time_busy)
+    timings = timing_report.summarize_clocks(samples, clocks, hidden, chosen.why_kernel_time, chosen.gpu_time_busy)
     for name, note in notes.items():
         timings[name] = {"error" if name != "compile" or "disabled" not in note else "skipped": note}
     timings["candidate"]["source"] = ("runner (CUDA events, the profiler's kernel times or the host clock), checked "
@@ -336,10 +286,10 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
             "l2_flush_bytes": getattr(end_to_end.flusher, "bytes", 0), "cpu_affinity": pinning.report,
             "clock": "cuda events + host perf_counter around device synchronize" if device == "cuda"
             else "host perf_counter"}
-    if why_kernel_time is not None:
-        info["kernel_time"] = {"used": clocks[0] == "kernel_time", "why": why_kernel_time}
-    if gpu_time_busy is not None:
-        info["gpu_time_busy"] = gpu_time_busy
+    if chosen.why_kernel_time is not None:
+        info["kernel_time"] = {"used": clocks[0] == "kernel_time", "why": chosen.why_kernel_time}
+    if chosen.gpu_time_busy is not None:
+        info["gpu_time_busy"] = chosen.gpu_time_busy
     if spin_us is not None:
         info["gpu_time_spin_us"] = spin_us
         info["warm_up_launch_ms"] = {name: round(sorted(v)[len(v) // 2], 4) for name, v in launch.items() if v}
@@ -354,29 +304,6 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
     elif unaccounted_flag is not None:
         flags.append(unaccounted_flag)
     return timings, speedup, info, flags, probe
-
-
-def _profiled_clock_fails(live, make, batch, caller, weights, candidate_batch, request):
-    """(None, launch ms per implementation) when the profiled ``caller`` (kernel_time.KernelTimeCaller,
-    QueuedBusyCaller) works on both sides, else (why not, None): one warm-up batch of every
-    implementation on it (the profiler's first start costs seconds, kept out of the rounds),
-    whose judge's and runner's reports must come back whole."""
-    warm, launch = _seeds(batch), {}
-    for name, fn in live:
-        try:
-            own = caller.finish(timing.run_batch(fn, make, warm, caller, weights))
-        except Exception as exc:
-            return "the profiler failed in the judge (%s: %s)" % (type(exc).__name__, str(exc)[:300]), None
-        if own.get("kernel_time_error"):
-            return own["kernel_time_error"], None
-        launch[name] = own["launch_ms"][1:]
-    answer, _ = candidate_batch(warm, request)
-    if answer.get("clock") != request["clock"] or answer.get("kernel_time_error") or not (
-            _numbers(answer.get("ms"), batch) and _numbers(answer.get("event_ms"), batch)):
-        return "the runner did not report its device's busy time (%s)" % (
-            str(answer.get("kernel_time_error") or "clock %r" % answer.get("clock"))[:300]), None
-    launch["candidate"] = answer["launch_ms"][1:] if _numbers(answer.get("launch_ms"), batch) else []
-    return None, launch
 
 
 def _check_round(runner, cand, ref_prints, ref_outs, tol, batch, weights, device, where):
