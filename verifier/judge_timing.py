@@ -114,13 +114,11 @@ def _check_prints(cand, ref_prints, ref_outputs, tol):
 
 def _bound_by_own_events(answer, batch):
     """The runner's busy times held to its own events' bound again (kernel_time.bounded_busy_ms),
-    by the judge: a report cannot put a call whose launch it says was hidden further below its
-    events than the bound allows."""
+    by the judge: a report cannot put a call further below its events than the bound allows."""
     ms, events, activities = answer.get("ms"), answer.get("event_ms"), answer.get("device_activities")
-    hidden = answer.get("launch_hidden")
-    if judge_clocks.numbers(ms, batch) and judge_clocks.numbers(events, batch) and judge_clocks.numbers(activities, batch) and judge_clocks.flags(hidden, batch):
-        answer["ms"] = [kernel_time.bounded_busy_ms(m, int(a), e, h)
-                        for m, a, e, h in zip(ms, activities, events, hidden)]
+    if judge_clocks.numbers(ms, batch) and judge_clocks.numbers(events, batch) and \
+            judge_clocks.numbers(activities, batch):
+        answer["ms"] = [kernel_time.bounded_busy_ms(m, int(a), e) for m, a, e in zip(ms, activities, events)]
 
 
 def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile_baseline, rse_target,
@@ -231,7 +229,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
                 if hasattr(callers[clock], "finish"):
                     for key in PROFILED_KEYS:
                         got = result.get(key)
-                        whole = judge_clocks.flags(got, batch) if key == "event_bounded" else judge_clocks.numbers(got, batch)
+                        whole = (judge_clocks.flags if key == "event_bounded" else judge_clocks.numbers)(got, batch)
                         samples[clock][name][key] += got if whole else []
                 if clock == "gpu_time":
                     seen = result.get("launch_hidden")

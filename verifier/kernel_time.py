@@ -176,18 +176,16 @@ EVENT_OVERHEAD_US = 4.0
 EVENT_OVERHEAD_PER_EXTRA_ACTIVITY_US = 2.5
 
 
-def bounded_busy_ms(busy_ms, activities, event_ms, hidden=True):
-    """A queued call's GPU-time figure: its device busy time, but, when its launch was hidden,
-    never less than its events less the overhead a call of that many activities has
-    (EVENT_OVERHEAD_US, plus EVENT_OVERHEAD_PER_EXTRA_ACTIVITY_US for each activity after the
-    first). Device work the profiler was kept from seeing (a candidate can switch CUPTI off
-    from native code) stays in those events, so it can lower the figure by that overhead at
-    most. A call whose launch was not hidden has the host's gaps in its events, which bound
-    nothing (the judge's clock still does). No activity: the events."""
+def bounded_busy_ms(busy_ms, activities, event_ms):
+    """A queued call's GPU-time figure: its device busy time, but never less than its events
+    less the overhead a call of that many activities has (EVENT_OVERHEAD_US, plus
+    EVENT_OVERHEAD_PER_EXTRA_ACTIVITY_US for each activity after the first). Device work the
+    profiler was kept from seeing (a candidate can switch CUPTI off from native code) stays in
+    the events, so it can lower the figure by that overhead at most. A call whose launch
+    outlasted the spin has the host's time in its events, and so in its figure, as under the
+    events alone (the spin is sized so that honest launches fit). No activity: the events."""
     if busy_ms is None:
         return event_ms
-    if not hidden:
-        return busy_ms
     allowed_us = EVENT_OVERHEAD_US + EVENT_OVERHEAD_PER_EXTRA_ACTIVITY_US * max(activities - 1, 0)
     return max(busy_ms, event_ms - allowed_us / 1e3)
 
@@ -218,18 +216,15 @@ class QueuedBusyCaller:
         return self.profiled.batch()
 
     def finish(self, answer):
-        """``ms`` becomes each call's bounded busy time (``answer["launch_hidden"]`` says which
-        calls' events bound it), ``event_ms`` keeps its events, ``device_activities`` counts
-        what was tied to it, ``event_bounded`` says which calls' figures the events set; or
-        ``kernel_time_error`` says why not (the events stay)."""
+        """``ms`` becomes each call's bounded busy time, ``event_ms`` keeps its events,
+        ``device_activities`` counts what was tied to it, ``event_bounded`` says which calls'
+        figures the events set; or ``kernel_time_error`` says why not (the events stay)."""
         busy, error = self.profiled.busy(len(answer["ms"]))
         if error:
             answer["kernel_time_error"] = error
             return answer
         events = answer["event_ms"] = list(answer["ms"])
-        hidden = answer.get("launch_hidden") or [False] * len(events)
         answer["device_activities"] = [count for _, count in busy]
-        answer["ms"] = [bounded_busy_ms(ms, count, event, h is True)
-                        for (ms, count), event, h in zip(busy, events, hidden)]
+        answer["ms"] = [bounded_busy_ms(ms, count, event) for (ms, count), event in zip(busy, events)]
         answer["event_bounded"] = [ms is None or figure > ms for (ms, _), figure in zip(busy, answer["ms"])]
         return answer

@@ -216,8 +216,7 @@ class RunnerSession:
         answer = timing.run_batch(self.ctx.cand_call, self.make_inputs, seeds, caller, self.weights,
                                   keep=self.batch_outputs)
         answer["clock"] = caller.clock
-        self.profiled_batch = (caller, {"ms": list(answer["ms"]), "launch_hidden": answer.get("launch_hidden")}) \
-            if hasattr(caller, "finish") else None
+        self.profiled_batch = (caller, list(answer["ms"])) if hasattr(caller, "finish") else None
         if pinned is not None:
             answer["cpus"] = pinned
         return answer
@@ -227,8 +226,8 @@ class RunnerSession:
         or QueuedBusyCaller), asked for after the judge's clock around that batch stopped."""
         if self.profiled_batch is None:
             return {"kernel_time_error": "no profiled batch to read"}
-        (caller, answer), self.profiled_batch = self.profiled_batch, None
-        return caller.finish(answer)
+        (caller, ms), self.profiled_batch = self.profiled_batch, None
+        return caller.finish({"ms": ms})
 
     def _pin(self, cpus):
         """Pin this thread to the judge's choice of CPUs; the affinity that holds after."""

@@ -53,6 +53,14 @@ def test_every_demo_kernel_reproduces_within_3_percent_over_5_processes_on_busy_
         assert spread(runs) < 0.03 < spread(runs, "e2e_speedup"), name
     # the two the events left over 3 % (softmax 4.6 %, tiny matmul 3.5 % under 2.2.1)
     assert spread(rows["demo:softmax_warp_shuffle_online"]) < 0.01
+    # the shipped version (events bound every call): the same two kernels, 2 processes each, on another host
+    final = data["bound_all_rows"]
+    assert data["versions"]["2.4.0_bound_all"]["harness"] == "2.4.0"
+    for name in ("demo:softmax_warp_shuffle_online", "demo:tiny_matmul_scaled_tiled"):
+        runs = final[name]
+        assert len(runs) == 2 and all(r["verdict"] == "passed" and r["gpu_time_busy"] for r in runs)
+        assert all(b["calls"] == 0 for r in runs for b in r["event_bounded"].values())
+        assert spread(runs + rows[name]) < 0.03, name  # within 3 % of call 3's five as well
 
 
 def test_the_first_version_bounded_calls_by_events_that_held_the_hosts_gaps(data):
