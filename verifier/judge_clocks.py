@@ -29,7 +29,7 @@ def numbers(values, batch):
             all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in values))
 
 
-def flags(values, batch):
+def bools(values, batch):
     return isinstance(values, list) and len(values) == batch and all(isinstance(v, bool) for v in values)
 
 

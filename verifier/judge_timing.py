@@ -34,6 +34,7 @@ import torch
 
 from . import inputs as inp
 from . import judge_clocks
+from .judge_clocks import SEED_BOUND, bools as _bools, numbers as _numbers, seeds as _seeds
 from . import kernel_time
 from . import timing
 from . import timing_report
@@ -60,7 +61,7 @@ def inputs_on_device(ref_mod, device, probe):
     gives the same bits twice from one seed (the runner regenerates what the judge made)."""
     if device != "cuda":
         return False, "get_inputs() on the host under a new seed per call"
-    seed = secrets.randbelow(judge_clocks.SEED_BOUND)
+    seed = secrets.randbelow(SEED_BOUND)
     try:
         a, b = (inp.make_timing_inputs(ref_mod, seed, device, True) for _ in range(2))
     except Exception as exc:
@@ -114,11 +115,13 @@ def _check_prints(cand, ref_prints, ref_outputs, tol):
 
 def _bound_by_own_events(answer, batch):
     """The runner's busy times held to its own events' bound again (kernel_time.bounded_busy_ms),
-    by the judge: a report cannot put a call further below its events than the bound allows."""
+    by the judge: a report cannot put a call further below its events than the bound allows. A
+    call the judge lifted counts as set by its events (``event_bounded``)."""
     ms, events, activities = answer.get("ms"), answer.get("event_ms"), answer.get("device_activities")
-    if judge_clocks.numbers(ms, batch) and judge_clocks.numbers(events, batch) and \
-            judge_clocks.numbers(activities, batch):
-        answer["ms"] = [kernel_time.bounded_busy_ms(m, int(a), e) for m, a, e in zip(ms, activities, events)]
+    if _numbers(ms, batch) and _numbers(events, batch) and _numbers(activities, batch):
+        lifted = [kernel_time.bounded_busy_ms(m, int(a), e) for m, a, e in zip(ms, activities, events)]
+        said = answer.get("event_bounded") if _bools(answer.get("event_bounded"), batch) else [False] * batch
+        answer["ms"], answer["event_bounded"] = lifted, [b or new > old for b, new, old in zip(said, lifted, ms)]
 
 
 def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile_baseline, rse_target,
@@ -165,7 +168,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
 
     # Warm-up: one end-to-end batch each (builds torch.compile, fills caches; errors in a
     # baseline are recorded), which also shows how long each takes the host to launch.
-    warm = judge_clocks.seeds(batch)
+    warm = _seeds(batch)
     live, launch = [], {}
     for name, fn in impls:
         try:
@@ -176,7 +179,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
     if "eager" not in dict(live):
         raise RuntimeError("the eager reference cannot be timed: %s" % notes.get("eager"))
     answer, _ = candidate_batch(warm, None)
-    launch["candidate"] = answer.get("launch_ms")[1:] if judge_clocks.numbers(answer.get("launch_ms"), batch) else []
+    launch["candidate"] = answer.get("launch_ms")[1:] if _numbers(answer.get("launch_ms"), batch) else []
     chosen = judge_clocks.choose(device=device, live=live, make=make, batch=batch, weights=weights,
                                  candidate_batch=candidate_batch, end_to_end=end_to_end,
                                  start_delay_us=start_delay_us, launch=launch)
@@ -200,7 +203,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
         t_start = _perf()
         while True:
             clock = clocks[rounds % len(clocks)]
-            calls = judge_clocks.seeds(batch)
+            calls = _seeds(batch)
             turn = rounds // len(clocks)
             order = names[turn % len(names):] + names[:turn % len(names)]
             kept, walls = {}, {}
@@ -220,7 +223,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
                             callers[clock].finish(result)
                     if name == "eager":
                         ref_prints = result["fingerprints"]
-                if not (judge_clocks.numbers(result.get("ms"), batch) and judge_clocks.numbers(result.get("host_ms"), batch)):
+                if not (_numbers(result.get("ms"), batch) and _numbers(result.get("host_ms"), batch)):
                     flags.append(flag("tampering", True, "the runner's batch report is malformed: %r" % (
                         {k: result.get(k) for k in ("ms", "host_ms")},), source="judge"))
                     return _give_up(samples, notes, flags, rounds)
@@ -229,7 +232,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
                 if hasattr(callers[clock], "finish"):
                     for key in PROFILED_KEYS:
                         got = result.get(key)
-                        whole = (judge_clocks.flags if key == "event_bounded" else judge_clocks.numbers)(got, batch)
+                        whole = (_bools if key == "event_bounded" else _numbers)(got, batch)
                         samples[clock][name][key] += got if whole else []
                 if clock == "gpu_time":
                     seen = result.get("launch_hidden")
