@@ -49,3 +49,12 @@ def timing_fallback(verification):
     entry = (_doc(verification)["timings"] or {}).get("candidate")
     reason = entry.get("fallback") if isinstance(entry, dict) else None
     return reason if isinstance(reason, str) else ""
+
+
+@register.filter
+def event_median_ms(verification, name="candidate"):
+    """The median of the call's own CUDA events kept beside a profiled figure (busy GPU time since
+    harness 2.4.0, kernel time), or None."""
+    entry = (_doc(verification)["timings"] or {}).get(name)
+    value = entry.get("event_median_ms") if isinstance(entry, dict) else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None

@@ -8,7 +8,7 @@ from evaluator.verification_results import fields_from_result
 from kernels.models import Verification
 from evaluator.services import kernel_verification_state_refresh
 from tests.kernels.kernel_factories import make_kernel, make_task
-from verifier import timing_report
+from verifier import kernel_time, timing_report
 
 pytestmark = pytest.mark.django_db
 
@@ -107,3 +107,20 @@ def test_a_kernel_time_figure_is_named_with_why_it_ranks_and_the_reason_is_escap
     assert "GPU kernel time" in html and "CUPTI through torch.profiler" in html
     assert "(0 of 16) &lt;script&gt;x()&lt;/script&gt;" in html and "<script>x()" not in html
     assert "0.33×" in html
+
+
+def test_busy_gpu_time_shows_the_calls_own_events_beside_it(client):
+    """Harness 2.4.0: GPU time is the device's busy time of the queued call; its CUDA events'
+    median stays beside it on the page, and the method says how the figure was made."""
+    kernel = make_kernel(make_task(level=1, number=2), 0, correct=True, speedup=1.1, runtime=0.05)
+    entry = {"clock": "gpu_time", "method": kernel_time.BUSY_METHOD}
+    document = dict(DOCUMENT, timings={
+        "candidate": dict(entry, median_ms=0.006112, event_median_ms=0.008608,
+                          end_to_end={"median_ms": 0.0088, "clock": "end_to_end"}),
+        "eager": dict(entry, median_ms=0.004032, event_median_ms=0.006464,
+                      end_to_end={"median_ms": 0.025, "clock": "end_to_end"})},
+        speedup={"vs_eager": 0.004032 / 0.006112, "clock": "gpu_time", "end_to_end": {"vs_eager": 0.025 / 0.0088}})
+    _stored(kernel, document)
+    html = client.get(f"/kernels/{kernel.id}/").content.decode()
+    assert "0.006112 ms" in html and "events 0.008608 ms" in html and "busy time during the call" in html
+    assert "0.66×" in html
