@@ -1,5 +1,7 @@
-"""The kernel-time clock: how long the device was busy with a call, from the profiler's record
-of every kernel, copy and memset the call launched (CUPTI, through torch.profiler).
+"""How long the device was busy with a call, from the profiler's record of every kernel, copy and
+memset the call launched (CUPTI, through torch.profiler), for two clocks: the kernel-time clock
+(KernelTimeCaller, below) and, since harness 2.4.0, the GPU-time clock itself (QueuedBusyCaller:
+its queued calls ranked on their busy time, bounded by their events; see bounded_busy_ms).
 
 The GPU-time clock (timing.QueuedLaunchCaller) queues a call's whole launch behind a spin, so
 its events time the device alone. A call that waits for the device inside itself (a
