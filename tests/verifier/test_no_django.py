@@ -46,3 +46,27 @@ def test_importing_every_module_loads_no_django():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def relative_imports(path):
+    """The sibling modules a verifier module imports (``from . import x``, ``from .x import y``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module:
+                yield node.module.split(".")[0]
+            else:
+                yield from (alias.name for alias in node.names)
+
+
+def test_every_module_a_shipped_module_imports_is_shipped():
+    """A bundle and the worker's copy of the verifier hold SHIPPED_MODULES alone: a module they
+    import that is not in it fails every verification there (judge_clocks.py, split out of
+    judge_timing.py, did in a fresh clone's bundle and worker tests before this test)."""
+    from verifier import SHIPPED_MODULES
+
+    folder = ROOT / "verifier"
+    missing = sorted({f"{name}.py imports {imported}" for name in SHIPPED_MODULES
+                      for imported in relative_imports(folder / f"{name}.py")
+                      if (folder / f"{imported}.py").exists() and imported not in SHIPPED_MODULES})
+    assert missing == []
