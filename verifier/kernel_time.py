@@ -208,7 +208,7 @@ class QueuedBusyCaller:
     clock = "gpu_time"
 
     def __init__(self, inner):
-        self.inner, self.device, self.spin_us = inner, inner.device, inner.spin_us
+        self.inner, self.device = inner, inner.device
         self.profiled = ProfiledBatch(inner.device)
 
     def call(self, fn, inputs):
