@@ -12,6 +12,7 @@ key-averages table the document carries. verifier/ncu_profile.py runs this file 
 sandbox; it prints ``{"verdict": "profiled", ...}`` on success.
 """
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -22,6 +23,7 @@ from . import runner_session as harness
 from . import build
 from . import device_lock
 from . import inputs as inp
+from .timing_report import reserved_cpus
 
 WARM_UP_CALLS = 2
 TORCH_TABLE_ROWS = 20
@@ -47,11 +49,54 @@ def load_candidate(reference_src, candidate_src, kind, functional_src, device, b
     return (lambda ins: model(*ins)), ref_mod
 
 
+def _threads(pid):
+    try:
+        return [int(tid) for tid in os.listdir("/proc/%d/task" % pid)]
+    except OSError:
+        return []
+
+
+@contextlib.contextmanager
+def on_reserved_cpus(mode):
+    """While this process has the GPU alone, it and its ncu (whose replay passes are host work
+    between the kernel's runs) run on the CPUs the host keeps for timing (KB_TIMING_CPUS):
+    nothing else measures then, since every timing loop also holds the GPU alone. On a loaded
+    worker the profiled window otherwise waited for cores: 15-36 s alone a kernel on the H200
+    against 4-5 s on an idle host, and every other kernel's timing waited behind it."""
+    cpus = set(reserved_cpus())
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    pids = [os.getpid()]
+    try:  # ncu, when it started us; never anything else
+        with open("/proc/%d/comm" % os.getppid()) as fh:
+            if mode == "ncu" and fh.read().strip() == "ncu":
+                pids.append(os.getppid())
+    except OSError:
+        pass
+    before = {}
+    for pid in pids:
+        for tid in _threads(pid):
+            try:
+                before[tid] = os.sched_getaffinity(tid)
+                os.sched_setaffinity(tid, cpus)
+            except OSError:  # a thread that ended, or one we may not move
+                before.pop(tid, None)
+    try:
+        yield
+    finally:
+        for tid, allowed in before.items():
+            try:
+                os.sched_setaffinity(tid, allowed)
+            except OSError:
+                pass
+
+
 def profile(call, inputs, mode, calls, hold):
     """Warm up and profile with the device alone (``hold``, a harness_device_lock.ProcessHold):
     other kernels' work must not mix into our counters and durations, and ours must not slow
     another kernel's timing loop."""
-    with torch.no_grad(), hold.alone():
+    with torch.no_grad(), hold.alone(), on_reserved_cpus(mode):
         for _ in range(WARM_UP_CALLS):
             call(inputs)
         torch.cuda.synchronize()

@@ -1,0 +1,41 @@
+"""The ncu driver moves onto the host's timing CPUs for its alone window, every thread of it."""
+import os
+import threading
+
+import pytest
+
+from verifier import profile_driver
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                                reason="needs Linux CPU affinity and two CPUs")
+
+
+def _affinities():
+    return {tid: os.sched_getaffinity(tid) for tid in profile_driver._threads(os.getpid())}
+
+
+def test_every_thread_runs_on_the_reserved_cpus_in_the_window_and_moves_back(monkeypatch):
+    allowed = sorted(os.sched_getaffinity(0))
+    reserved = allowed[-1]
+    monkeypatch.setenv("KB_TIMING_CPUS", str(reserved))
+    stop = threading.Event()
+    helper = threading.Thread(target=stop.wait)  # stands in for ncu's and torch's own threads
+    helper.start()
+    try:
+        before = _affinities()
+        assert len(before) >= 2
+        with profile_driver.on_reserved_cpus("ncu"):
+            inside = _affinities()
+        after = _affinities()
+    finally:
+        stop.set()
+        helper.join()
+    assert all(cpus == {reserved} for cpus in inside.values()), inside
+    assert after == before
+
+
+def test_without_reserved_cpus_nothing_moves(monkeypatch):
+    monkeypatch.delenv("KB_TIMING_CPUS", raising=False)
+    before = _affinities()
+    with profile_driver.on_reserved_cpus("ncu"):
+        assert _affinities() == before
