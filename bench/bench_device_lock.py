@@ -88,7 +88,9 @@ def run(kernels, threads_n, scale, seed, policy):
     for name in os.listdir(lock_dir):
         os.unlink(os.path.join(lock_dir, name))
     os.rmdir(lock_dir)
+    later = [f for f in finished if f > makespan / 2]  # the second half: past the cold start's builds
     return {"policy": policy, "makespan_s": makespan, "kernels_per_hour": kernels / makespan * 3600,
+            "later_half_per_hour": len(later) / (makespan / 2) * 3600,
             "first_finish_s": min(finished), "by_540_s": sum(1 for f in finished if f <= 540),
             "median_judge_wait_s": statistics.median(waits)}
 
@@ -99,17 +101,25 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=24)
     parser.add_argument("--scale", type=float, default=0.02, help="real seconds per modelled second")
     parser.add_argument("--seeds", type=int, default=3, help="runs per policy, each its own build times")
+    parser.add_argument("--phase", action="append", default=[], metavar="NAME=SECONDS",
+                        help="replace a phase's modelled seconds (%s)" % ", ".join(PHASES))
     args = parser.parse_args(argv)
+    for item in args.phase:
+        name, _, seconds = item.partition("=")
+        if name not in PHASES:
+            parser.error("unknown phase %r: one of %s" % (name, ", ".join(PHASES)))
+        PHASES[name] = float(seconds)
     print("phases (modelled s): %s; %d kernels, %d threads, scale %g" % (PHASES, args.kernels, args.threads,
                                                                         args.scale))
-    print("| policy | seed | makespan s | kernels/hour | first finish s | finished by 540 s | median judge wait s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| policy | seed | makespan s | kernels/hour | kernels/hour, later half | first finish s | finished by 540 s "
+          "| median judge wait s |")
+    print("|---|---|---|---|---|---|---|---|")
     for seed in range(1, args.seeds + 1):
         for policy in ("requeue", "downgrade"):
             r = run(args.kernels, args.threads, args.scale, seed, policy)
-            print("| %s | %d | %.0f | %.0f | %.0f | %d | %.0f |" % (
-                r["policy"], seed, r["makespan_s"], r["kernels_per_hour"], r["first_finish_s"], r["by_540_s"],
-                r["median_judge_wait_s"]))
+            print("| %s | %d | %.0f | %.0f | %.0f | %.0f | %d | %.0f |" % (
+                r["policy"], seed, r["makespan_s"], r["kernels_per_hour"], r["later_half_per_hour"],
+                r["first_finish_s"], r["by_540_s"], r["median_judge_wait_s"]))
 
 
 if __name__ == "__main__":

@@ -181,6 +181,10 @@ def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0, deadline
                                     default=started_at) - started_at, 1) if runs else None,
         "lint_workers": settings.VERIFY_LINT_WORKERS, "timing_cpus": settings.VERIFY_TIMING_CPUS or None,
         "started_at": started_at,
+        # When each run finished, from the start: the rate in any window (the steady state after
+        # the cold start's builds) can be read off it.
+        "finished_s": sorted(round(r["finished_at"].timestamp() - started_at, 1) for r in runs if r["finished_at"]),
+        "deadline_s": deadline_s,
         "runs": runs,
     }
 

@@ -108,10 +108,11 @@ TOTAL_S=${TOTAL_S:-570}
 STOP_WAIT_S=${STOP_WAIT_S:-75}
 deadline=$(( TOTAL_S - $(elapsed) - STOP_WAIT_S - 20 ))
 echo "worker: $threads threads, deadline $deadline s, then up to $STOP_WAIT_S s for running jobs"
-# Everything starts off the reserved CPUs (the judges pin their timing onto them themselves).
+# Everything starts off the reserved CPUs (the judges pin their timing onto them themselves);
+# WORKER_CPUS (e.g. 2-29) keeps some for other work on the host.
 last=$(( $(nproc) - 1 ))
 pin=""
-command -v taskset >/dev/null && [ "$last" -gt 2 ] && pin="taskset -c 2-$last"
+command -v taskset >/dev/null && [ "$last" -gt 2 ] && pin="taskset -c ${WORKER_CPUS:-2-$last}"
 $pin python3 bench/bench_worker.py worker --kernels "$KERNELS" --gpus 0 --threads "$threads" \
     --deadline-s "$deadline" --stop-wait-s "$STOP_WAIT_S" --out "$OUT/worker.json" > "$work/bench.log" 2>&1
 status=$?

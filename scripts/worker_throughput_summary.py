@@ -9,6 +9,17 @@ PHASES = ("build_s", "run_s", "device_wait_s", "alone_s", "ncu_s", "ncu_after_ru
           "clang_tidy_wait_s", "gpu_binary_s")
 
 
+def later_half_rate(doc: dict) -> str:
+    """Kernels/hour over the second half of the deadline window: the first half holds the cold
+    start (every thread's first build at once), so this is the nearer figure to a long campaign."""
+    finished, deadline = doc.get("finished_s"), doc.get("deadline_s")
+    if not finished or not deadline:
+        return "no timeline"
+    half = deadline / 2
+    count = sum(1 for t in finished if half <= t <= deadline)
+    return "%s/h (%d kernels finished between %.0f and %.0f s)" % (round(3600 * count / half, 1), count, half, deadline)
+
+
 def summary(doc: dict) -> str:
     lines = [
         "kernels/hour: %s (%s of %s kernels finished in %s s; stopped at the deadline: %s; still open: %s)" % (
@@ -20,6 +31,8 @@ def summary(doc: dict) -> str:
             doc["status_counts"], doc["kernels_recorded_twice"], doc["runs_attempted_more_than_once"]),
         "stored: ncu %s, clang-tidy %s (errored %s)" % (
             doc["ncu_profiles_stored"], doc["clang_tidy_profiles_stored"], doc["clang_tidy_profiles_errored"]),
+        "finished at (s from the start): %s" % " ".join(str(t) for t in doc.get("finished_s") or []),
+        "after the cold start: %s" % later_half_rate(doc),
         "phase medians (s): " + ", ".join("%s %s" % (name, (doc["phases"].get(name) or {}).get("median"))
                                           for name in PHASES),
         "",
