@@ -22,8 +22,13 @@ kernel, its sampling report's source page as DIR/<kernel>.ncu-source-sampling.cs
 instead profiles the kernels the worker's way (sampling) N at a time, sharing one device lock,
 while ``--busy`` busy loops (half of them at nice 10, like the worker's builds and lints)
 load ``--load-cpus``: once with KB_TIMING_CPUS=0,1 (the driver moves onto them for its alone
-window) and once without. Writes DIR/ncu_loaded.json: each driver's alone and wall seconds.
-Run it under ``taskset -c <load cpus>`` so the drivers start where the load is.
+window) and once without. ``--gpu-busy K`` adds K processes that keep launching matmuls on
+the GPU without taking the lock (what a worker's loading drivers and new contexts do), and
+``--hold-gib G`` one that keeps G GiB of device memory allocated (the worker's other contexts
+and caches; ncu saves and restores what a replayed launch writes). The results go in
+ncu_cost.json under "loaded": each driver's alone and wall seconds, per phase, with the
+device memory in use. Run it under ``taskset -c <load cpus>`` so the drivers start where the
+load is.
 """
 import argparse
 import csv
@@ -77,14 +82,37 @@ def profile(way, paths, build_dir, work, keep_report=None):
     return row
 
 
-def loaded(paths, build_dir, work, n, load_cpus, busy):
-    """Each phase: busy loops on the load CPUs, then N drivers at once through one lock."""
+GPU_BUSY = ("import torch\na = torch.randn(2048, 2048, device='cuda')\n"
+            "while True:\n    a @ a\n    torch.cuda.synchronize()\n")
+HOLD = ("import sys, time, torch\nheld = torch.empty(int(float(sys.argv[1]) * 2**30), dtype=torch.uint8, device='cuda')\n"
+        "held.fill_(1)\ntorch.cuda.synchronize()\nprint('held', flush=True)\ntime.sleep(3600)\n")
+
+
+def memory_used_mib():
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return "%s: %s" % (type(exc).__name__, exc)
+    return done.stdout.strip() or done.stderr.strip()[:200]
+
+
+def loaded(paths, build_dir, work, n, load_cpus, busy, gpu_busy=0, hold_gib=0.0):
+    """Each phase: busy loops on the load CPUs (and GPU work and held memory, when asked), then
+    N drivers at once through one lock."""
     import concurrent.futures as futures
-    doc = {"drivers": n, "busy": busy, "load_cpus": load_cpus, "phases": []}
+    doc = {"drivers": n, "busy": busy, "load_cpus": load_cpus, "gpu_busy": gpu_busy, "hold_gib": hold_gib,
+           "phases": []}
     names = list(paths)
     for reserved in ("0,1", ""):
         loops = [subprocess.Popen(["taskset", "-c", load_cpus, "nice", "-n", "10" if i % 2 else "0",
                                    sys.executable, "-c", "while True: pass"]) for i in range(busy)]
+        loops += [subprocess.Popen(["taskset", "-c", load_cpus, sys.executable, "-c", GPU_BUSY])
+                  for _ in range(gpu_busy)]
+        if hold_gib:
+            holder = subprocess.Popen([sys.executable, "-c", HOLD, str(hold_gib)], stdout=subprocess.PIPE, text=True)
+            holder.stdout.readline()  # allocated and written
+            loops.append(holder)
         lock_dir = work / ("locks_loaded_" + (reserved or "free"))
         env = dict(os.environ, KB_DEVICE_LOCK_DIR=str(lock_dir))
         if reserved:
@@ -102,12 +130,14 @@ def loaded(paths, build_dir, work, n, load_cpus, busy):
                     "error": result.get("error", "")[:500]}
         started = time.monotonic()
         try:
+            doc.setdefault("memory_used_mib_loaded", []).append(memory_used_mib())
             with futures.ThreadPoolExecutor(n) as pool:
                 runs = list(pool.map(one, range(n)))
         finally:
             for loop in loops:
                 loop.kill()
-        phase = {"timing_cpus": reserved or None, "wall_s": round(time.monotonic() - started, 1), "runs": runs}
+        phase = {"timing_cpus": reserved or None, "wall_s": round(time.monotonic() - started, 1), "runs": runs,
+                 "memory_used_mib_after": memory_used_mib()}
         doc["phases"].append(phase)
         print(json.dumps(phase), flush=True)
     return doc
@@ -121,6 +151,8 @@ def main(argv=None):
     p.add_argument("--loaded", type=int, help="drivers at once on a loaded host, pinned and not")
     p.add_argument("--load-cpus", default="2-15")
     p.add_argument("--busy", type=int, default=28)
+    p.add_argument("--gpu-busy", type=int, default=0, help="processes launching GPU work without the lock")
+    p.add_argument("--hold-gib", type=float, default=0.0, help="device memory kept allocated by another process")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -161,7 +193,8 @@ def main(argv=None):
         (out / "ncu_cost.json").write_text(json.dumps(doc, indent=1))
     if args.loaded and any(entry["build"] == "built" for entry in doc["kernels"]):
         built = {entry["kernel"]: paths[entry["kernel"]] for entry in doc["kernels"] if entry["build"] == "built"}
-        doc["loaded"] = loaded(built, build_dir, work, args.loaded, args.load_cpus, args.busy)
+        doc["loaded"] = loaded(built, build_dir, work, args.loaded, args.load_cpus, args.busy, args.gpu_busy,
+                               args.hold_gib)
     (out / "ncu_cost.json").write_text(json.dumps(doc, indent=1))
 
 

@@ -16,6 +16,7 @@
 # name `.whl` and `.device` in the call's carry.
 #
 # `run` writes to $OUT: summary.txt (kernels/hour, per-phase medians, one line per kernel),
+# gpu_samples.csv and loadavg.txt (device memory and utilisation, load average, every 5 s),
 # worker.json (bench_worker's summary with every run's phases), consumer.log (its tail), run.log (this script's output),
 # results.tgz (the database and Huey's queue, for a fixture). TOTAL_S (default 570) is the whole
 # call's budget: the worker's deadline is what is left after the setup, minus STOP_WAIT_S (default
@@ -113,9 +114,20 @@ echo "worker: $threads threads, deadline $deadline s, then up to $STOP_WAIT_S s 
 last=$(( $(nproc) - 1 ))
 pin=""
 command -v taskset >/dev/null && [ "$last" -gt 2 ] && pin="taskset -c ${WORKER_CPUS:-2-$last}"
+# What the host and the GPU looked like meanwhile: device memory and utilisation, load average.
+samplers=""
+if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total,utilization.gpu,clocks.sm --format=csv -l 5 \
+        > "$OUT/gpu_samples.csv" 2>/dev/null &
+    samplers="$!"
+fi
+(while sleep 5; do echo "$(date +%s) $(cat /proc/loadavg)"; done) > "$OUT/loadavg.txt" &
+samplers="$samplers $!"
 $pin python3 bench/bench_worker.py worker --kernels "$KERNELS" --gpus 0 --threads "$threads" \
     --deadline-s "$deadline" --stop-wait-s "$STOP_WAIT_S" --out "$OUT/worker.json" > "$work/bench.log" 2>&1
 status=$?
+# shellcheck disable=SC2086
+kill $samplers 2>/dev/null
 tail -c 4000 "$work/bench.log"
 tail -c 3000000 "$ARCHIVE_DATA_DIR"/consumer_gpu*.log > "$OUT/consumer.log" 2>/dev/null
 python3 scripts/worker_throughput_summary.py "$OUT/worker.json" > "$OUT/summary.txt" && cat "$OUT/summary.txt"
