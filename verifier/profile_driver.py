@@ -60,9 +60,9 @@ def _threads(pid):
 def on_reserved_cpus(mode):
     """While this process has the GPU alone, it and its ncu (whose replay passes are host work
     between the kernel's runs) run on the CPUs the host keeps for timing (KB_TIMING_CPUS):
-    nothing else measures then, since every timing loop also holds the GPU alone. On a loaded
-    worker the profiled window otherwise waited for cores: 15-36 s alone a kernel on the H200
-    against 4-5 s on an idle host, and every other kernel's timing waited behind it."""
+    nothing else measures then, since every timing loop also holds the GPU alone. Every other
+    kernel's timing waits behind this window: on the H200 with the other cores twice
+    oversubscribed, four drivers held the GPU alone 4.6-5.9 s so, 4.8-6.7 s left to move."""
     cpus = set(reserved_cpus())
     if not cpus or not hasattr(os, "sched_setaffinity"):
         yield
