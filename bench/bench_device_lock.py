@@ -5,10 +5,11 @@ its profiled window, through the real verifier/device_lock.py on flock files. Ph
 scaled from the H200 worker run of 2026-12-01 (docs/worker.md): what it measures is the lock's
 waiting, not work (the builds do not slow each other down here, as they do on a real host).
 
-    .venv/bin/python bench/bench_device_lock.py [--kernels 42] [--threads 24] [--scale 0.02]
+    .venv/bin/python bench/bench_device_lock.py [--kernels 42] [--threads 24] [--scale 0.02] [--phase NAME=SECONDS]
 
-Prints, per policy, the makespan, kernels per hour (in modelled seconds), the first kernel's
-finish, how many finished by the H200 call's 540 s, and the median wait per judge:
+Prints, per policy, the makespan, kernels per hour (in modelled seconds; also over the run's later
+half, past the cold start), the first kernel's finish, how many finished by the H200 call's 540 s,
+and the median wait per judge:
 
 - ``downgrade``: today's lock (after its alone window a judge turns its hold to shared in place);
 - ``requeue``: the lock before 2026-12-01's fix (a judge releases and queues again as a new shared
