@@ -62,7 +62,7 @@ def on_reserved_cpus(mode):
     between the kernel's runs) run on the CPUs the host keeps for timing (KB_TIMING_CPUS):
     nothing else measures then, since every timing loop also holds the GPU alone. Every other
     kernel's timing waits behind this window: on the H200 with the other cores twice
-    oversubscribed, four drivers held the GPU alone 4.6-5.9 s so, 4.8-6.7 s left to move."""
+    oversubscribed, four drivers held the GPU alone 4.6-5.9 s pinned so, 4.8-6.7 s unpinned."""
     cpus = set(reserved_cpus())
     if not cpus or not hasattr(os, "sched_setaffinity"):
         yield
