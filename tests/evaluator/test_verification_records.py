@@ -75,7 +75,7 @@ def test_shipped_h200_records_load_and_flag_every_cheat(demo_archive):
                for k in honest)
     run = Verification.objects.get(kernel=kernels["relu_stale_memory"])
     assert run.verifier_name == "kernel-archive project (H200 campaigns)"
-    assert run.harness_version == "1.1.0" and len(run.result["versions"]["harness_sha256"]) == 64
+    assert run.harness_version == "2.4.0" and len(run.result["versions"]["harness_sha256"]) == 64
     assert any(f["name"] == "stale_memory" and f["evidence"] for f in run.flags)
     # The weak task's findings become the task's own.
     assert any(flag["name"] == "near_zero_output" for flag in Task.objects.get(level=1, task_number=904).flags)
