@@ -4,6 +4,7 @@ profiles from ncu and the torch profiler, all measured on the machine it runs on
     python -m evaluator.demo_archive.build --device cuda --out DIR [--jobs 14]
         [--build-dir DIR] [--work-dir DIR] [--time-budget 2] [--only a,b] [--manifest PATH]
         [--phases check,naive,timed,profiles] [--deadline SECONDS] [--timeout 900] [--no-compile]
+        [--gpu-jobs 1]
 
 Phases (each entry's result is saved under the work dir, default DIR/work, so a re-run with
 the same arguments skips what is done; --deadline stops starting new work after that many
@@ -12,9 +13,12 @@ seconds and the exit status is 3 until everything is done):
             extension builds happen here), and clang-tidy on each source;
   naive     evaluator/demo_archive/naive_eval.py, one entry at a time in the sandbox: the
             archive's *claimed* numbers (Correct, Max_Diff, KernelBench-way runtimes and speedups);
-  timed     the harness again with timing, one at a time, for the entries that passed check;
+  timed     the harness again with timing, for the entries that passed check;
   profiles  NCU_Profile and Torch_Profile from verifier/ncu_profile.py (when it exists; cuda
-            only), one at a time, for the entries the naive evaluator called correct.
+            only), for the entries the naive evaluator called correct.
+Timed runs and profiles go one at a time, or --gpu-jobs at once sharing the GPU through the
+device lock (KB_DEVICE_LOCK_DIR, default WORK_DIR/locks): each timing loop and profiled window
+has the GPU alone, as on the worker; KB_TIMING_CPUS, when set, names the CPUs they time on.
 Outputs in DIR: demo_archive.jsonl (the archive's 19 columns plus Hardware and Experiment;
 written once every phase is done, demo_archive.partial.jsonl before), demo_harness_results.json
 (per entry: the naive claims and the harness documents, logs trimmed) and build_log.json
@@ -201,7 +205,7 @@ class Builder:
             cand = ((doc.get("timings") or {}).get("candidate") or {}).get("median_ms")
             return "%s %s median %s ms" % (doc.get("verdict"), rows.blocking_flags(doc) or "", _fmt(cand))
 
-        self.run_phase("timed", todo, work)
+        self.run_phase("timed", todo, work, self.args.gpu_jobs)
 
     def profiles(self):
         if self.args.device != "cuda":
@@ -235,7 +239,7 @@ class Builder:
                                         ("none" if res is None else "error: %s" % str(res.get("error"))[:80])))
             return ", ".join(texts) or "done"
 
-        self.run_phase("profiles", todo, work)
+        self.run_phase("profiles", todo, work, self.args.gpu_jobs)
 
     def _wants_profiles(self, entry):
         naive = self.state.get(entry["name"], "naive")
@@ -357,6 +361,7 @@ def main(argv=None):
     p.add_argument("--phases", default=",".join(PHASES), help="comma-separated subset of %s" % ",".join(PHASES))
     p.add_argument("--deadline", type=float, default=0, help="stop starting new work after this many seconds")
     p.add_argument("--no-compile", action="store_true", help="no torch.compile baseline (CPU CI)")
+    p.add_argument("--gpu-jobs", type=int, default=1, help="timed runs and profiles at once, through the device lock")
     args = p.parse_args(argv)
     args.out = os.path.abspath(args.out)
     args.manifest = os.path.abspath(args.manifest)
@@ -375,6 +380,9 @@ def main(argv=None):
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("MAX_JOBS", str(max(1, (os.cpu_count() or 2) // max(1, args.jobs))))
+    if args.gpu_jobs > 1 and not env.get("KB_DEVICE_LOCK_DIR"):
+        # Without the lock, runs at once would time and profile over each other's kernels.
+        env["KB_DEVICE_LOCK_DIR"] = os.path.join(args.work_dir, "locks")
     builder = Builder(args, manifest, entries, env)
     print("demo archive: %d entries, device %s, phases %s, out %s" % (len(entries), args.device, ",".join(phases),
                                                                       args.out), flush=True)

@@ -58,7 +58,8 @@ def cpu_build(tmp_path_factory):
     os.environ["MAX_JOBS"] = "1"
     try:
         rc = build.main(["--device", "cpu", "--out", str(out), "--manifest", str(CPU_MANIFEST), "--jobs", "2",
-                         "--time-budget", "0.5", "--no-compile", "--build-dir", build_dir, "--timeout", "900"])
+                         "--time-budget", "0.5", "--no-compile", "--build-dir", build_dir, "--timeout", "900",
+                         "--gpu-jobs", "2"])
     finally:
         if old is None:
             os.environ.pop("MAX_JOBS", None)
@@ -92,6 +93,8 @@ def test_cpu_build_imports_and_matches_the_harness(cpu_build):
         assert by_name[honest]["Correct"]
         assert results["entries"][honest]["remeasured"]["verdict"] == "passed"
         assert results["entries"][honest]["remeasured"]["candidate_median_ms"] > 0
+        # timed two at a time (--gpu-jobs 2): each timing loop alone on the device, through the lock
+        assert results["entries"][honest]["harness_timed"]["checks"]["device_lock"]["exclusive_held_s"] > 0
     assert by_name["linear_relu_cpp"]["PyTorch_Code_Functional"].count("def module_fn") == 1
 
     call_command("import_archive", str(out / build.ARCHIVE), "--no-progress")
