@@ -3,7 +3,10 @@
 # PROCESSES judge processes each (bench/bench_timing_repro.py, until TIMING_S), then the cheat
 # suite's timed entries through the judge (scripts/gpu_cheat_subset.sh) with the time left.
 #
-#   OUT=dir bash scripts/gpu_busy_time_check.sh [PROCESSES] [TIMING_S] [LIMIT_S]
+#   OUT=dir [KERNELS=name,...] [SAMPLE=rows.jsonl] bash scripts/gpu_busy_time_check.sh [PROCESSES] [TIMING_S] [LIMIT_S]
+#
+# KERNELS: bench_timing_repro's names (default the demo's five honest kernels; the shared sample's
+# task-1 kernels are sample:L1:..., sample:L2:..., sample:L3:..., read from SAMPLE).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to the results directory}
@@ -14,8 +17,9 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 demo=demo:relu_float4_grid_stride,demo:softmax_warp_shuffle_online,demo:matmul_shared_tiled_32
 demo=$demo,demo:tiny_matmul_scaled_tiled,demo:linear_relu_shared_tiled
-timeout "$timing_s" python3 bench/bench_timing_repro.py --out "$OUT/repro" --processes "$processes" --jobs 4 \
-    --reserve-cpus 0,1 --time-budget 1.0 --device cuda --only "$demo" > "$OUT/repro.log" 2>&1
+timeout "$timing_s" python3 bench/bench_timing_repro.py ${SAMPLE:+--sample "$SAMPLE"} --out "$OUT/repro" \
+    --processes "$processes" --jobs 4 --reserve-cpus 0,1 --time-budget 1.0 --device cuda --only "${KERNELS:-$demo}" \
+    > "$OUT/repro.log" 2>&1
 echo "timing: exit $? after $SECONDS s"
 timed=$(python3 -c 'import json; print(",".join(e["name"] for e in json.load(open("verifier/cheat_suite/manifest.json"))["entries"] if e.get("timing")))')
 OUT="$OUT/cheats" ONLY=$timed bash scripts/gpu_cheat_subset.sh $((limit - SECONDS - 15)) | tail -n 25
