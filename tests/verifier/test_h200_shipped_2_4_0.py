@@ -79,7 +79,7 @@ def test_ncu_serializes_its_processes_per_kernel_not_per_process(data):
     assert end - start < 0.5 * statistics.median(e - s for s, e in ranges)
 
 
-def test_the_warm_worker_passes_300_an_hour_after_the_cold_start_and_ncu_is_its_longest_gpu_alone_phase(data):
+def test_the_warm_worker_finished_300_an_hour_in_its_later_half_and_ncu_is_its_longest_gpu_alone_phase(data):
     worker = data["worker_warm"]
     summary, runs = worker["summary"], worker["runs"]
     assert worker["prebuild"].startswith("prebuilt 30 kernels")
@@ -89,7 +89,8 @@ def test_the_warm_worker_passes_300_an_hour_after_the_cold_start_and_ncu_is_its_
     # the cold start, here the 16 threads' first GPU phases in lockstep
     half = summary["deadline_s"] / 2
     later = [t for t in summary["finished_s"] if half <= t <= summary["deadline_s"]]
-    assert 300 < 3600 * len(later) / half < 400  # 343/h: better than 185/h, short of 400/h
+    # 343/h: the first batch finishing together after the convoy below, not a steady state
+    assert 300 < 3600 * len(later) / half < 400
     assert summary["kernels_per_hour"] < 185  # over the whole call, the cold start included
     # every build came from the prebuilt cache (a cold one took 69-87 s)
     assert max(r["phases"]["build_s"] for r in runs) < 30
