@@ -73,5 +73,15 @@ python3 -m evaluator.demo_archive.build --device cuda --out "$work/demo" --work-
     --build-dir "$builds" --jobs 14 --time-budget 2 --no-compile --deadline 1 > "$OUT/demo_all.log" 2>&1
 echo "assembled: exit $? at $SECONDS s"
 tail -n 3 "$OUT/demo_all.log"
+# One build log for the whole build, the phase builders' runs first: the signed records'
+# verified_at is the first run's start (evaluator/h200_results/build_records.py).
+python3 - "$work" <<'EOF' || echo "build logs not merged"
+import json, sys
+work = sys.argv[1]
+logs = [json.load(open("%s/%s/build_log.json" % (work, out))) for out in ("out_harness", "out_profiles", "demo")]
+merged = logs[-1]
+merged["runs"] = sorted((run for log in logs for run in log["runs"]), key=lambda run: run["started"])
+json.dump(merged, open("%s/demo/build_log.json" % work, "w"), indent=1)
+EOF
 cp "$work"/demo/*.json* "$OUT"/ 2>/dev/null
 grep -h -E "^\[" "$OUT"/demo_harness.log "$OUT"/demo_profiles.log | sort -n -k1.2 | tail -n 50
