@@ -74,8 +74,12 @@ def on_reserved_cpus(mode):
                 pids.append(os.getppid())
     except OSError:
         pass
-    before = {}
+    before, process_cpus = {}, {}
     for pid in pids:
+        try:
+            process_cpus[pid] = os.sched_getaffinity(pid)
+        except OSError:
+            continue
         for tid in _threads(pid):
             try:
                 before[tid] = os.sched_getaffinity(tid)
@@ -85,11 +89,14 @@ def on_reserved_cpus(mode):
     try:
         yield
     finally:
-        for tid, allowed in before.items():
-            try:
-                os.sched_setaffinity(tid, allowed)
-            except OSError:
-                pass
+        # Threads started inside the window inherited the timing CPUs: they move back too (to
+        # their process's CPUs), or they would run beside the next kernel's timing loop.
+        for pid, allowed_for_process in process_cpus.items():
+            for tid in _threads(pid):
+                try:
+                    os.sched_setaffinity(tid, before.get(tid, allowed_for_process))
+                except OSError:
+                    pass
 
 
 def profile(call, inputs, mode, calls, hold):

@@ -34,6 +34,27 @@ def test_every_thread_runs_on_the_reserved_cpus_in_the_window_and_moves_back(mon
     assert after == before
 
 
+def test_a_thread_started_inside_the_window_moves_back_too(monkeypatch):
+    """ncu and torch may start threads while the driver profiles (writing the report, say): they
+    inherit the timing CPUs and must not stay there beside the next kernel's timing loop."""
+    allowed = os.sched_getaffinity(0)
+    reserved = sorted(allowed)[-1]
+    monkeypatch.setenv("KB_TIMING_CPUS", str(reserved))
+    stop, born = threading.Event(), []
+    late = threading.Thread(target=lambda: (born.append(threading.get_native_id()), stop.wait()))
+    try:
+        with profile_driver.on_reserved_cpus("ncu"):
+            late.start()
+            while not born:
+                pass
+            assert os.sched_getaffinity(born[0]) == {reserved}
+        assert os.sched_getaffinity(born[0]) == allowed
+        assert os.sched_getaffinity(0) == allowed
+    finally:
+        stop.set()
+        late.join()
+
+
 def test_without_reserved_cpus_nothing_moves(monkeypatch):
     monkeypatch.delenv("KB_TIMING_CPUS", raising=False)
     before = _affinities()
