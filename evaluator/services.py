@@ -220,6 +220,7 @@ def _run_bundle_of(kernel: Kernel):
         memory_limit_mb=settings.VERIFY_MEMORY_LIMIT_MB, work_root=settings.DATA_DIR / "worker",
         build_dir=settings.BUILD_CACHE_DIR, harness_args=settings.VERIFY_HARNESS_ARGS,
         lock_dir=settings.DATA_DIR / "worker" / "device_locks", profile_ncu=settings.VERIFY_REFRESH_PROFILES,
+        profile_passed_only=settings.VERIFY_PROFILE_PASSED_ONLY,
     )
     return run, bundle_sha256(bundle)
 

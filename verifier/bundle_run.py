@@ -11,7 +11,10 @@ loading the extension, overlaps the harness) and share the GPU with the other ke
 measuring runs through verifier/device_lock.py: the harness and the profile driver hold
 their device shared while they check and alone while they time or profile, so correctness
 trials overlap while every timing and ncu window runs alone. A profile is kept only when the
-harness got as far as running the candidate.
+harness got as far as running the candidate. With ``profile_passed_only`` the profile runs
+after the measuring run instead, and only for a kernel that passed (as the published archive
+keeps no profile of an incorrect kernel): no ncu window for the rest, which one GPU's worker
+spends most of its time alone on (docs/worker.md; not yet measured on the GPU).
 """
 import io
 import json
@@ -71,7 +74,7 @@ def unpack_bundle(bundle: bytes, into: Path) -> None:
 def run_bundle(
     bundle: bytes, *, device: str, seeds: str, timeout_s: float, memory_limit_mb: int | None,
     work_root: Path, build_dir: Path, harness_args: tuple[str, ...] = (), lock_dir: Path | None = None,
-    profile_ncu: bool = False,
+    profile_ncu: bool = False, profile_passed_only: bool = False,
 ) -> BundleRun:
     """Build, then verify (and optionally ncu-profile) this bundle's kernel, sharing the device with other runs."""
     device = resolve_device(device)
@@ -100,19 +103,26 @@ def run_bundle(
             return BundleRun(result=built, phases=phases)
         if lock_dir:
             env[LOCK_DIR_VARIABLE] = str(lock_dir)
-        profiling = None
-        if profile_ncu:  # the driver loads beside the harness; its profiled window waits for the GPU alone
-            kind = claims["kernel"]["kind"]
-            functional = run_dir / "functional.py"
-            profiling = _Background(lambda: ncu_profile(
+        kind = claims["kernel"]["kind"]
+        functional = run_dir / "functional.py"
+
+        def profile():
+            return ncu_profile(
                 run_dir / "reference.py", run_dir / CANDIDATE_FILE_BY_KIND[kind], kind,
                 functional if functional.exists() else None, build_dir=build_dir,
                 timeout_s=min(timeout_s, 600), env=dict(env), device=device,
-            ))
+            )
+
+        profiling = None
+        if profile_ncu and not profile_passed_only:
+            # the driver loads beside the harness; its profiled window waits for the GPU alone
+            profiling = _Background(profile)
         started = time.monotonic()
         result = isolated(command)
         phases["run_s"] = round(time.monotonic() - started, 3)
         _add_lock_phases(phases, (result.get("checks") or {}).get("device_lock"))
+        if profile_ncu and profile_passed_only and result.get("verdict") == "passed":
+            profiling = _Background(profile)
         ncu = None
         if profiling is not None:
             ncu, phases["ncu_s"] = profiling.wait()

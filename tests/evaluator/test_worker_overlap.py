@@ -39,7 +39,7 @@ def _bundle():
                               "functional_code": ""}, claimed={})
 
 
-def _run(tmp_path, monkeypatch, measured):
+def _run(tmp_path, monkeypatch, measured, **options):
     line = Timeline()
 
     def isolated(argv, **kwargs):
@@ -51,7 +51,8 @@ def _run(tmp_path, monkeypatch, measured):
     monkeypatch.setattr(bundle_run, "ncu_profile", lambda *a, **k: line.step("ncu", 0.3, {"raw_text": "csv",
                                                                                         "parsed": {"metrics": {}}}))
     run = bundle_run.run_bundle(_bundle(), device="cuda", seeds="", timeout_s=60, memory_limit_mb=None,
-                                work_root=tmp_path / "work", build_dir=tmp_path / "builds", profile_ncu=True)
+                                work_root=tmp_path / "work", build_dir=tmp_path / "builds", profile_ncu=True,
+                                **options)
     return run, line.events
 
 
@@ -65,6 +66,30 @@ def test_ncu_starts_with_the_measuring_run_and_is_kept_when_the_candidate_ran(tm
 def test_a_profile_of_a_candidate_the_harness_never_ran_is_dropped(tmp_path, monkeypatch):
     run, events = _run(tmp_path, monkeypatch, {"verdict": "failed", "trials": []})
     assert "ncu" in events and run.ncu is None and run.result["verdict"] == "failed"
+
+
+def test_profiling_only_kernels_that_passed_profiles_after_the_run_and_never_a_failed_kernel(tmp_path, monkeypatch):
+    """ARCHIVE_VERIFY_PROFILE_PASSED_ONLY: no ncu window for a kernel that failed (docs/worker.md)."""
+    passed = {"verdict": "passed", "trials": [{"seed": 1, "passed": True}]}
+    run, events = _run(tmp_path, monkeypatch, passed, profile_passed_only=True)
+    assert events["harness"]["end"] <= events["ncu"]["start"]
+    assert run.ncu == {"raw_text": "csv", "parsed": {"metrics": {}}} and run.phases["ncu_after_run_s"] >= 0.3
+    failed = {"verdict": "failed", "trials": [{"seed": 1, "passed": False}]}
+    run, events = _run(tmp_path, monkeypatch, failed, profile_passed_only=True)
+    assert "ncu" not in events and run.ncu is None and "ncu_s" not in run.phases
+
+
+@pytest.mark.django_db
+def test_the_worker_passes_its_profiling_settings_to_the_run(settings, monkeypatch):
+    from tests.kernels.kernel_factories import make_kernel, make_task
+
+    seen = {}
+    monkeypatch.setattr(bundle_run, "run_bundle", lambda bundle, **kwargs: seen.update(kwargs) or BundleRun(result={}))
+    kernel = make_kernel(make_task())
+    for passed_only in (False, True):
+        settings.VERIFY_PROFILE_PASSED_ONLY = passed_only
+        services._run_bundle_of(kernel)
+        assert seen["profile_passed_only"] is passed_only and seen["profile_ncu"] == settings.VERIFY_REFRESH_PROFILES
 
 
 @pytest.mark.django_db(transaction=True)
