@@ -29,7 +29,6 @@ import concurrent.futures as cf
 import json
 import os
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,13 +38,13 @@ sys.path.insert(0, ROOT)
 from verifier import sandbox  # noqa: E402
 
 from evaluator.demo_archive import rows  # noqa: E402
+from evaluator.demo_archive.work_state import State, trim, write_json  # noqa: E402
 
 PHASES = ("check", "naive", "timed", "profiles")
 ARCHIVE = "demo_archive.jsonl"
 PARTIAL = "demo_archive.partial.jsonl"
 RESULTS = "demo_harness_results.json"
 BUILD_LOG = "build_log.json"
-LOG_LIMIT = 1500
 
 
 def load_manifest(path):
@@ -71,43 +70,6 @@ def _read(path):
         return None
     with open(path) as fh:
         return fh.read()
-
-
-def _write_json(path, obj):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(obj, fh, indent=1, default=str)
-    os.replace(tmp, path)
-
-
-class State:
-    """One JSON file per (entry, step) under the work dir: what is done survives a cut-off run."""
-
-    def __init__(self, work):
-        self.work = work
-
-    def path(self, name, step):
-        return os.path.join(self.work, name, step + ".json")
-
-    def get(self, name, step):
-        try:
-            with open(self.path(name, step)) as fh:
-                return json.load(fh)
-        except (OSError, ValueError):
-            return None
-
-    def put(self, name, step, doc):
-        _write_json(self.path(name, step), doc)
-
-
-def trim(doc, limit=LOG_LIMIT):
-    if not isinstance(doc, dict):
-        return doc
-    doc = dict(doc)
-    if "log" in doc:
-        doc["log"] = (doc.get("log") or "")[-limit:]
-    return doc
 
 
 class Builder:
@@ -283,7 +245,7 @@ class Builder:
         if complete and os.path.exists(os.path.join(self.args.out, PARTIAL)):
             os.remove(os.path.join(self.args.out, PARTIAL))
         hardware = next((r["Hardware"] for r in rows if r.get("Hardware")), None)
-        _write_json(os.path.join(self.args.out, RESULTS), {
+        write_json(os.path.join(self.args.out, RESULTS), {
             "about": "Per entry of the demo archive: what the naive evaluator claimed (the archive row's numbers) "
                      "and what the harness re-measured (docs/demo_archive.md).",
             "device": self.args.device, "hardware": hardware, "complete": complete,
@@ -302,7 +264,7 @@ class Builder:
                    missing=["%s:%s" % m for m in missing], rows=len(rows), versions=self.versions(),
                    total_wall_s=round(sum(r["wall_s"] for r in log["runs"]), 1),
                    command="python -m evaluator.demo_archive.build " + " ".join(sys.argv[1:]))
-        _write_json(log_path, log)
+        write_json(log_path, log)
         return complete, missing, rows
 
     def versions(self):
