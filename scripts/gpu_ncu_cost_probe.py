@@ -7,11 +7,16 @@ through verifier/ncu_profile.py three ways, one after another, each with a devic
 own so the driver reports how long it held the GPU alone:
 
 - ``source_counters``: what the worker runs (the four archive sections and the whole
-  SourceCounters section, whose per-instruction counters patch the SASS and replay each launch);
+  SourceCounters section, whose per-instruction counters patch the SASS and replay each launch),
+  on one call of the candidate (verifier/ncu_profile.py, NCU_CALLS);
+- ``five_calls``: the same over 5 calls (5 launches at most), as the worker ran it before
+  2026-12-01;
 - ``sampling``: the four sections and only the warp-state sampling metrics (``SAMPLING``), the
   cheaper way tried on 2026-12-01: its source page has only the samples' group totals, no
   column per stall reason, so the worker did not take it;
 - ``sections``: the four sections only.
+
+``--ways`` picks some of them (default: all four, in that order).
 
 Writes DIR/ncu_cost.json (per kernel and way: wall, the driver's lock report, metrics parsed,
 the details page's section names, the hot spots' size and top instruction) and, for the first
@@ -47,13 +52,16 @@ sys.path.insert(0, str(REPO))
 from verifier import ncu_profile as ncu  # noqa: E402
 from verifier.functional_forms import write_row_sources  # noqa: E402
 
-WAYS = ("source_counters", "sampling", "sections")
+WAYS = ("source_counters", "five_calls", "sampling", "sections")
 SAMPLING = "smsp__pcsamp_sample_count,group:smsp__pcsamp_warp_stall_reasons,group:smsp__pcsamp_warp_stall_reasons_not_issued"
 
 
 def profile(way, paths, build_dir, work, keep_report=None):
     reference, candidate, functional = paths
     run = ncu.sandbox.run_harness_isolated
+    calls = ncu.NCU_CALLS
+    if way == "five_calls":  # the worker's ncu before 2026-12-01: 5 calls, 5 launches at most
+        ncu.NCU_CALLS = 5
     if way == "sampling":  # the same command with the samples asked for instead of the section
         def sampling_instead(argv, **kwargs):
             at = argv.index(ncu.SOURCE_SECTION)
@@ -67,10 +75,12 @@ def profile(way, paths, build_dir, work, keep_report=None):
         wall = round(time.monotonic() - started, 2)
     finally:
         ncu.sandbox.run_harness_isolated = run
+        ncu.NCU_CALLS = calls
     row = {"way": way, "wall_s": wall, "command": (result or {}).get("command"),
            "device_lock": (result or {}).get("device_lock"), "error": (result or {}).get("error", "")[:2000]}
     if result and "parsed" in result:
         row["metrics"] = len(result["parsed"].get("metrics", {}))
+        row["launches"] = max([m.get("n") or 0 for m in result["parsed"].get("metrics", {}).values()] or [0])
         row["pcsamp_in_metrics"] = [name for name in result["parsed"]["metrics"] if "pcsamp" in name]
         row["sections"] = sorted({r.get("Section Name") for r in csv.DictReader(io.StringIO(result["raw_text"]))
                                   if r.get("Section Name")})
@@ -148,6 +158,7 @@ def main(argv=None):
     p.add_argument("--sample", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--kernels", required=True, help="comma-separated Kernel_Name values")
+    p.add_argument("--ways", default=",".join(WAYS), help="comma-separated, of " + ", ".join(WAYS))
     p.add_argument("--loaded", type=int, help="drivers at once on a loaded host, pinned and not")
     p.add_argument("--load-cpus", default="2-15")
     p.add_argument("--busy", type=int, default=28)
@@ -181,10 +192,10 @@ def main(argv=None):
         doc["kernels"].append(entry)
         if verdict != "built" or args.loaded:
             continue
-        for way in WAYS:
+        for way in args.ways.split(","):
             report = work / (name + ".ncu-rep") if (index == 0 and way == "sampling") else None  # its columns
             entry["ways"].append(profile(way, paths[name], build_dir, work, keep_report=report))
-            print(name, way, json.dumps({k: entry["ways"][-1].get(k) for k in ("wall_s", "device_lock", "metrics")}),
+            print(name, way, json.dumps({k: entry["ways"][-1].get(k) for k in ("wall_s", "device_lock", "metrics", "launches")}),
                   flush=True)
             if report is not None and report.exists():
                 page = subprocess.run([ncu.find_ncu(), "--import", str(report), "--csv", "--page", "source",

@@ -290,6 +290,11 @@ def test_ncu_is_asked_for_the_archive_sections_on_the_candidates_own_kernels(mon
                  "--section Occupancy", "--section WarpStateStats", "--section MemoryWorkloadAnalysis",
                  "--section ComputeWorkloadAnalysis", "regex:^(relu_kernel)($|<)", "-m verifier.profile_driver"):
         assert part in joined
+    # One call of the candidate profiled (each of its launches once, 5 at most); torch.profiler keeps 5 calls.
+    assert command[command.index("--calls") + 1] == "1" and command[command.index("--mode") + 1] == "ncu"
+    command.clear()
+    gpu_profiles.torch_profile("ref.py", "cand.cu", "cuda_forward", device="cuda", build_dir="/tmp/b")
+    assert command[command.index("--calls") + 1] == "5" and command[command.index("--mode") + 1] == "torch"
 
 
 @pytest.mark.django_db
