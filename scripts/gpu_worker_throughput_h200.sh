@@ -15,7 +15,13 @@
 # as a wheel alone would take the tree past the 64 MiB a call carries). Both are git-ignored:
 # name `.whl` and `.device` in the call's carry.
 #
-# PREBUILD=N builds every queued kernel first, N at once (a warm build cache for the worker).
+# PREBUILD=N builds every queued kernel first, N at once (a warm build cache for the worker);
+# PREBUILD_S=S starts no build after S s from the script's start (the rest build in the worker).
+#   OUT=dir PREBUILD=16 bash scripts/gpu_worker_throughput_h200.sh prebuild   # only that, no worker
+# KEEP=1 reuses what an earlier call on the same, still warm, machine left in /tmp (the site, the
+# archive with its finished runs and Huey's queue, the build cache), so a campaign spans calls:
+# `prebuild` in one call, then `run` with KEEP=1, then KEEP=1 KERNELS=remaining (the kernels with
+# no finished run). Without KEEP each call starts from the packed archive and a cold cache.
 # `run` writes to $OUT: summary.txt (kernels/hour, per-phase medians, one line per kernel),
 # gpu_samples.csv and loadavg.txt (device memory and utilisation, load average, every 5 s),
 # worker.json (bench_worker's summary with every run's phases), consumer.log (its tail), run.log (this script's output),
@@ -63,15 +69,20 @@ mkdir -p "$OUT"
 site=/tmp/kb_site
 work=/tmp/kb_h200
 exec > >(tee -a "$OUT/run.log") 2>&1
-rm -rf "$site" "$work" && mkdir -p "$site" "$work" || exit 1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/*.whl || exit 1
-tar xJf .device/clang_tidy.tar.xz -C "$site" || exit 1
-tar xzf .device/data.tgz -C "$work" || exit 1
+if [ "${KEEP:-}" = 1 ] && [ -d "$work/data" ] && [ -d "$site/clang_tidy" ]; then
+    echo "KEEP=1: reusing $site and $work from an earlier call ($(ls "$work/builds" 2>/dev/null | wc -l) build cache entries)"
+else
+    [ "${KEEP:-}" = 1 ] && echo "KEEP=1 but nothing to keep here (a fresh machine): starting cold"
+    rm -rf "$site" "$work" && mkdir -p "$site" "$work" || exit 1
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/*.whl || exit 1
+    tar xJf .device/clang_tidy.tar.xz -C "$site" || exit 1
+    tar xzf .device/data.tgz -C "$work" || exit 1
+fi
 # The clang-tidy binary itself on PATH (verifier/clang_tidy_run.py finds it there).
 export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} PATH=$site/clang_tidy/data/bin:$PATH
 export DJANGO_SETTINGS_MODULE=archive_site.settings_gpu_worker
 export ARCHIVE_DATA_DIR=$work/data
-export ARCHIVE_BUILD_CACHE_DIR=$work/builds  # cold: made fresh above
+export ARCHIVE_BUILD_CACHE_DIR=$work/builds  # cold: made fresh above, unless KEEP=1
 export ARCHIVE_VERIFY_DEVICE=${ARCHIVE_VERIFY_DEVICE:-cuda}
 # Eager baseline only, as in the 185/h runs: a torch.compile baseline costs ~15 s in every judge.
 export ARCHIVE_VERIFY_HARNESS_ARGS=${ARCHIVE_VERIFY_HARNESS_ARGS:---no-compile --time-budget 2}
@@ -93,7 +104,8 @@ django.setup()
 from kernels.models import Kernel
 import torch
 from verifier.clang_tidy_run import clang_tidy_binary
-ids = [int(i) for i in sys.argv[1].split(",")]
+ids = [int(i) for i in sys.argv[1].split(",")] if sys.argv[1] not in ("all", "remaining") else \
+    list(Kernel.objects.values_list("id", flat=True))
 names = dict(Kernel.objects.filter(id__in=ids).values_list("id", "name"))
 missing = sorted(set(ids) - set(names))
 expected = dict(pair.split(":", 1) for pair in sys.argv[2].split(",") if pair)
@@ -104,13 +116,13 @@ if missing or wrong or not clang_tidy_binary():
     sys.exit("not the expected archive or toolchain: missing %s, wrong names %s" % (missing, wrong))
 EOF
 [ "$mode" = check ] && { echo "check done at $(elapsed) s"; exit 0; }
-[ "$mode" = run ] || { echo "unknown mode $mode" >&2; exit 2; }
+case "$mode" in run|prebuild) ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
 
-if [ -n "${PREBUILD:-}" ]; then
+if [ -n "${PREBUILD:-}" ] && [[ "$KERNELS" =~ ^[0-9,]+$ ]]; then
     # Warm build cache: every queued kernel's extension built first, PREBUILD at once with the
     # whole host, by the worker's own build step (its bundle, `judge --build-only`, the same cache),
     # so the worker's figures are verification, ncu and lint without the builds.
-    python3 - "$KERNELS" "$PREBUILD" <<'PYEOF' || exit 1
+    python3 - "$KERNELS" "$PREBUILD" "$(( start + ${PREBUILD_S:-100000} ))" <<'PYEOF' || exit 1
 import concurrent.futures as cf, json, os, sys, tempfile, time
 from pathlib import Path
 import django
@@ -127,6 +139,8 @@ ids = [int(i) for i in sys.argv[1].split(",")]
 bundles = {k.id: bundle_for_kernel(k) for k in Kernel.objects.filter(id__in=ids)}
 close_old_connections()
 def build(kernel_id):
+    if time.time() > int(sys.argv[3]):  # PREBUILD_S is up: the worker builds the rest
+        return kernel_id, "not prebuilt", 0.0
     run_dir = Path(tempfile.mkdtemp(prefix="prebuild_"))
     unpack_bundle(bundles[kernel_id], run_dir)
     claims = json.loads((run_dir / "claims.json").read_text())
@@ -143,6 +157,7 @@ print("prebuilt %d kernels in %.0f s: %s" % (len(done), time.monotonic() - start
 PYEOF
     echo "prebuild done at $(elapsed) s"
 fi
+[ "$mode" = prebuild ] && { echo "done at $(elapsed) s"; exit 0; }
 TOTAL_S=${TOTAL_S:-570}
 STOP_WAIT_S=${STOP_WAIT_S:-75}
 deadline=$(( TOTAL_S - $(elapsed) - STOP_WAIT_S - 20 ))
