@@ -44,9 +44,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -62,6 +65,12 @@ CHECKS = ",".join(
         "concurrency-*",
     ]
 )
+# A lint's limits. Its cost is CPU (parsing torch's headers: ~30 s of a core), and on a loaded GPU
+# host, where lints run niced beside builds and judges, its wall time is mostly waiting for a core:
+# on the H200 worker (load average 40-150 on 16 cores) a 120 s wall limit stopped 25 of its 89
+# lints (2026-12-01). So the limit is on CPU time, with a generous wall backstop.
+CPU_LIMIT_S = 120
+WALL_LIMIT_S = 1800
 TORCH_DEFINES = ["-DTORCH_EXTENSION_NAME=kernel", "-DTORCH_API_INCLUDE_EXTENSION_H"]
 _CUDA_CONSTRUCT = re.compile(
     r"__global__|__device__|__shared__|<<<|\bthreadIdx\b|\bblockIdx\b|#\s*include\s*[<\"](?:cuda|ATen/cuda|c10/cuda)"
@@ -77,14 +86,15 @@ _NO_TOOLKIT_NOTE = (
 LINT_CACHE_VARIABLE = "KB_LINT_CACHE_DIR"
 
 
-def run_clang_tidy(source: str, *, kind: str, timeout_s: float = 120, cuda_home: str | None = "auto",
-                   cache_dir: str | os.PathLike | None = "env") -> dict | None:
+def run_clang_tidy(source: str, *, kind: str, cpu_limit_s: float = CPU_LIMIT_S, timeout_s: float = WALL_LIMIT_S,
+                   cuda_home: str | None = "auto", cache_dir: str | os.PathLike | None = "env") -> dict | None:
     """``{'stdout', 'stderr', 'errored'}`` like the archive's column, or None for Python kernels.
 
     cuda_home: "auto" finds a toolkit; None lints CUDA without one (the stub); a path uses it.
     cache_dir: "env" reads $KB_LINT_CACHE_DIR (unset: no cache); None: no cache; a folder.
-    Never raises for bad code: a compile error, a timeout or a missing binary is
-    ``errored=True`` with the reason in stderr.
+    Never raises for bad code: a compile error, a limit reached or a missing binary is
+    ``errored=True`` with the reason in stderr. ``cpu_limit_s`` bounds the lint's CPU time,
+    ``timeout_s`` its wall time (a backstop for a lint that waits on nothing).
     """
     if kind == "model_new":
         return None
@@ -113,16 +123,19 @@ def run_clang_tidy(source: str, *, kind: str, timeout_s: float = 120, cuda_home:
             # beside it hold the GPU (LINT_NICE).
             done = subprocess.run(
                 command, cwd=work, capture_output=True, text=True, errors="replace", timeout=timeout_s,
-                env=_tool_env(), start_new_session=True, preexec_fn=_lower_priority,
+                env=_tool_env(), start_new_session=True, preexec_fn=lambda: _lower_priority(cpu_limit_s),
             )
         except subprocess.TimeoutExpired as exc:
             return {
                 "stdout": _relative(_text(exc.stdout), work),
-                "stderr": f"clang-tidy did not finish within {timeout_s:g} s and was stopped\n",
+                "stderr": f"clang-tidy did not finish within {timeout_s:g} s (wall clock) and was stopped\n",
                 "errored": True,
             }
         except OSError as exc:
             return {"stdout": "", "stderr": f"clang-tidy could not run: {exc}\n", "errored": True}
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):  # the CPU limit (soft, then hard)
+        return {"stdout": _relative(done.stdout, work),
+                "stderr": f"clang-tidy used more than {cpu_limit_s:g} s of CPU and was stopped\n", "errored": True}
     stdout, stderr = _relative(done.stdout, work), _relative(done.stderr, work)
     errored = done.returncode != 0 or bool(re.search(r"^\S+:\d+:\d+: (?:fatal )?error: ", stdout, re.M))
     if is_cuda and toolkit is None:
@@ -183,11 +196,13 @@ class _LintCache:
 LINT_NICE = 10
 
 
-def _lower_priority() -> None:
+def _lower_priority(cpu_limit_s: float) -> None:
     try:
         os.nice(LINT_NICE)
     except OSError:
         pass
+    soft = max(1, math.ceil(cpu_limit_s))
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 5))  # SIGXCPU, then SIGKILL 5 s later
 
 
 def clang_tidy_binary() -> str | None:

@@ -4,6 +4,7 @@ misses; a lint that timed out is never kept; the worker keeps its lints in its o
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -65,6 +66,24 @@ def test_a_lint_that_timed_out_is_not_kept_and_a_damaged_entry_is_ignored(tmp_pa
     calls = _counting_run(monkeypatch)
     out = clang_tidy_run.run_clang_tidy(SOURCE, kind="cuda_forward", cuda_home=None, cache_dir=cache)
     assert len(calls) == 1 and out["stdout"].startswith("kernel.cpp:1:25")
+
+
+def test_the_lint_is_limited_by_its_cpu_time_not_by_waiting_for_a_core(tmp_path, monkeypatch):
+    """On a loaded GPU host a niced lint mostly waits for a core: its limit is CPU seconds. A lint
+    that spins past them is stopped, said so, and not kept; one that waits longer is not stopped."""
+    spinning = _fake_clang_tidy(tmp_path, body="while True: pass")
+    monkeypatch.setattr(clang_tidy_run, "clang_tidy_binary", lambda: str(spinning))
+    cache = tmp_path / "lints"
+    started = time.monotonic()
+    out = clang_tidy_run.run_clang_tidy(SOURCE, kind="cuda_forward", cuda_home=None, cache_dir=cache,
+                                        cpu_limit_s=1, timeout_s=120)
+    assert out["errored"] and "used more than 1 s of CPU" in out["stderr"], out
+    assert time.monotonic() - started < 60 and not list(cache.rglob("*.json"))
+    waiting = _fake_clang_tidy(tmp_path, "clang-tidy-waits", "import time; time.sleep(3); print('kernel.cpp:1:1: warning: late')")
+    monkeypatch.setattr(clang_tidy_run, "clang_tidy_binary", lambda: str(waiting))
+    out = clang_tidy_run.run_clang_tidy(SOURCE, kind="cuda_forward", cuda_home=None, cache_dir=cache,
+                                        cpu_limit_s=1, timeout_s=120)
+    assert out == {"stdout": "kernel.cpp:1:1: warning: late\n", "stderr": "", "errored": False}
 
 
 @pytest.mark.django_db
