@@ -155,7 +155,7 @@ VERIFY_HEARTBEAT_S = env.number("ARCHIVE_VERIFY_HEARTBEAT_S", 10.0)
 # After a verification the worker re-lints the kernel with clang-tidy (docs/worker.md).
 VERIFY_REFRESH_PROFILES = env.boolean("ARCHIVE_VERIFY_REFRESH_PROFILES", True)
 # ncu only for kernels that passed, after their measuring run, instead of beside every run.
-VERIFY_PROFILE_PASSED_ONLY = env.boolean("ARCHIVE_VERIFY_PROFILE_PASSED_ONLY", False)
+VERIFY_PROFILE_PASSED_ONLY = env.boolean("ARCHIVE_VERIFY_PROFILE_PASSED_ONLY", True)
 # clang-tidy runs on a pool of its own, beside the builds and GPU runs (docs/worker.md).
 VERIFY_LINT_WORKERS = env.integer("ARCHIVE_VERIFY_LINT_WORKERS", 4)
 # CPUs kept free for timing loops, e.g. "0,1": the worker runs everything else on the others.

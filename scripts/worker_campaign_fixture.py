@@ -1,0 +1,108 @@
+"""A test fixture from a worker campaign's returned files (scripts/gpu_worker_throughput_h200.sh):
+each call's bench_worker summary and runs, and, from the last call's database, every finished
+verification (verdict, flags, speedups and their clock, the judge's own GPU-lock report, the ncu
+profile's launches, the lint's outcome) beside the earlier judge fixtures' verdict of the same
+row; optionally scripts/gpu_ncu_cost_probe.py's ncu_cost.json.
+
+    python3 scripts/worker_campaign_fixture.py --call DIR [--call DIR ...] [--probe ncu_cost.json]
+        [--earlier tests/fixtures/h200/sample_judge_2_1.json ...] --about TEXT --out FIXTURE.json
+
+Each DIR holds worker.json and results.tgz (the call's database). Kernel ids are those of a fresh
+import of the shared sample: id = row index + 1, checked against the earlier fixtures' names.
+"""
+import argparse
+import json
+import sqlite3
+import tarfile
+import tempfile
+from pathlib import Path
+
+SUMMARY_KEYS = ("queued", "kernels", "wall_s", "kernels_per_hour", "deadline_s", "finished_s", "first_result_s",
+                "threads_per_gpu", "lint_workers", "timing_cpus", "status_counts", "still_open",
+                "runs_attempted_more_than_once", "kernels_recorded_twice", "ncu_profiles_stored",
+                "clang_tidy_profiles_stored", "clang_tidy_profiles_errored", "phases")
+
+
+def call_entry(folder: Path) -> dict:
+    doc = json.loads((folder / "worker.json").read_text())
+    return {"summary": {key: doc.get(key) for key in SUMMARY_KEYS},
+            "runs": [dict(run, started_at=str(run["started_at"]), finished_at=str(run["finished_at"]))
+                     for run in doc["runs"]]}
+
+
+def flag_names(flags) -> list[str]:
+    return sorted(flag.get("name") if isinstance(flag, dict) else flag for flag in flags or [])
+
+
+def earlier_verdicts(paths) -> dict:
+    by_index = {}
+    for path in paths:
+        doc = json.loads(Path(path).read_text())
+        harness = doc["rows"][0]["document"]["versions"]["harness"]
+        for row in doc["rows"]:
+            by_index[row["index"]] = {"kernel": row["kernel"], "harness": harness,
+                                      "verdict": row["document"].get("verdict"),
+                                      "clock": (row["document"].get("speedup") or {}).get("clock"),
+                                      "flags": flag_names(row["document"].get("flags"))}
+    return by_index
+
+
+def verifications(database: Path, earlier: dict) -> list[dict]:
+    db = sqlite3.connect(database)
+    lints = {kernel: json.loads(parsed) for kernel, parsed in db.execute(
+        "select kernel_id, parsed from kernels_profile where kind='clang_tidy' and origin='worker'")}
+    ncu = {kernel: max((m.get("n") or 0) for m in json.loads(parsed)["metrics"].values()) for kernel, parsed in
+           db.execute("select kernel_id, parsed from kernels_profile where kind='ncu' and origin='worker'")}
+    rows = []
+    for kernel_id, name, level, status, result, phases, attempts in db.execute(
+            "select k.id, k.name, t.level, v.status, v.result, v.phases, v.attempts from kernels_verification v "
+            "join kernels_kernel k on k.id = v.kernel_id join kernels_task t on t.id = k.task_id "
+            "where v.status in ('passed', 'failed') order by k.id"):
+        doc = json.loads(result or "{}")
+        speedup = doc.get("speedup") or {}
+        lint = lints.get(kernel_id)
+        before = earlier.get(kernel_id - 1)
+        if before and before["kernel"] != name:
+            raise SystemExit(f"kernel {kernel_id} is {name}, the earlier fixtures' row {kernel_id - 1} is "
+                             f"{before['kernel']}: not a fresh import of the shared sample")
+        rows.append({
+            "kernel_id": kernel_id, "name": name, "level": level, "status": status, "attempts": attempts,
+            "verdict": doc.get("verdict"), "flags": flag_names(doc.get("flags")),
+            "task_flags": flag_names(doc.get("task_flags")),
+            "harness": (doc.get("versions") or {}).get("harness"),
+            "harness_sha256": (doc.get("versions") or {}).get("harness_sha256"),
+            "speedup_vs_eager": speedup.get("vs_eager"), "clock": speedup.get("clock"),
+            "end_to_end_vs_eager": (speedup.get("end_to_end") or {}).get("vs_eager"),
+            "judge_device_lock": (doc.get("checks") or {}).get("device_lock"),
+            "phases": json.loads(phases or "{}"),
+            "ncu_launches": ncu.get(kernel_id),
+            "lint": None if lint is None else ("ok" if not lint.get("errored") else lint.get("stderr", "")[:120]),
+            "earlier": before,
+        })
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--call", action="append", required=True, type=Path)
+    parser.add_argument("--probe", type=Path)
+    parser.add_argument("--earlier", action="append", default=[])
+    parser.add_argument("--about", required=True)
+    parser.add_argument("--out", required=True, type=Path)
+    args = parser.parse_args(argv)
+    fixture = {"about": args.about, "calls": [call_entry(folder) for folder in args.call]}
+    if args.probe:
+        fixture["ncu_probe"] = json.loads(args.probe.read_text())["kernels"]
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(args.call[-1] / "results.tgz") as tar:
+            tar.extractall(tmp, filter="data")
+        fixture["verifications"] = verifications(Path(tmp) / "data" / "archive.sqlite3",
+                                                 earlier_verdicts(args.earlier))
+    args.out.write_text(json.dumps(fixture, indent=1, sort_keys=True) + "\n")
+    print(f"{args.out}: {len(fixture['calls'])} calls, {len(fixture['verifications'])} verifications, "
+          f"{args.out.stat().st_size} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
