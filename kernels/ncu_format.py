@@ -97,7 +97,7 @@ def shown_spread(variance, n, unit: str) -> Shown:
     if number is None or number < 0:
         return Shown(text="–", raw="no variance recorded")
     if n == 1:  # one launch profiled (the worker's ncu since 2026-12-01): no spread was measured
-        return Shown(text="1 launch", raw=f"one launch profiled: no spread (variance {variance!r})")
+        return Shown(text="–", raw="one launch profiled: no spread measured")
     launches = f", {n} launches" if n else ""
     raw = f"variance {variance!r} ({unit or 'unit'}²){launches}"
     if number == 0:
