@@ -24,6 +24,7 @@
 # no finished run). Without KEEP each call starts from the packed archive and a cold cache.
 # `run` writes to $OUT: summary.txt (kernels/hour, per-phase medians, one line per kernel),
 # gpu_samples.csv and loadavg.txt (device memory and utilisation, load average, every 5 s),
+# ps.txt.gz and cpu_by_process.txt (every process's CPU every 2 s; the CPU by kind of process),
 # worker.json (bench_worker's summary with every run's phases), consumer.log (its tail), run.log (this script's output),
 # results.tgz (the database and Huey's queue, for a fixture). TOTAL_S (default 570) is the whole
 # call's budget: the worker's deadline is what is left after the setup, minus STOP_WAIT_S (default
@@ -176,6 +177,10 @@ if command -v nvidia-smi >/dev/null; then
 fi
 (while sleep 5; do echo "$(date +%s) $(cat /proc/loadavg)"; done) > "$OUT/loadavg.txt" &
 samplers="$samplers $!"
+# Every process's cumulative CPU every 2 s: where the host's CPU goes, by kind of process
+# (scripts/worker_cpu_by_process.py ps.txt.gz --kernels N).
+(while sleep 2; do echo "@ $(date +%s)"; ps -ww -eo pid=,ppid=,times=,comm=,args= | cut -c1-1000; done) > "$work/ps.txt" &
+samplers="$samplers $!"
 $pin python3 bench/bench_worker.py worker --kernels "$KERNELS" --gpus 0 --threads "$threads" \
     --deadline-s "$deadline" --stop-wait-s "$STOP_WAIT_S" --out "$OUT/worker.json" > "$work/bench.log" 2>&1
 status=$?
@@ -184,6 +189,10 @@ kill $samplers 2>/dev/null
 tail -c 4000 "$work/bench.log"
 tail -c 3000000 "$ARCHIVE_DATA_DIR"/consumer_gpu*.log > "$OUT/consumer.log" 2>/dev/null
 python3 scripts/worker_throughput_summary.py "$OUT/worker.json" > "$OUT/summary.txt" && cat "$OUT/summary.txt"
+gzip -c "$work/ps.txt" > "$OUT/ps.txt.gz"
+python3 scripts/worker_cpu_by_process.py "$OUT/ps.txt.gz" \
+    --kernels "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["kernels"] or 1)' "$OUT/worker.json")" \
+    | tee "$OUT/cpu_by_process.txt"
 for db in "$ARCHIVE_DATA_DIR"/archive.sqlite3 "$ARCHIVE_DATA_DIR"/huey.sqlite3; do  # fold the WAL in
     [ -f "$db" ] && python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA wal_checkpoint(TRUNCATE)")' "$db"
 done
