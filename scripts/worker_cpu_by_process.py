@@ -5,10 +5,10 @@ scripts/gpu_worker_throughput_h200.sh takes every 2 s (ps.txt.gz).
 
 Each snapshot starts with a line ``@ <epoch seconds>``, then one line per process: pid, ppid,
 cumulative CPU seconds, command name, arguments (``ps -ww -eo pid=,ppid=,times=,comm=,args=``;
-without -ww ps cuts the arguments at $COLUMNS). A process's CPU is the largest figure seen for its pid (so it is a lower bound: up to one interval
-of a process's last CPU, and processes that lived less than an interval, are missed). Prints CPU
-seconds and process counts per kind, the share of the total, and, with ``--kernels``, CPU seconds
-per finished kernel.
+without -ww ps cuts the arguments at $COLUMNS). A process's CPU is the largest figure seen for
+its pid, so it is a lower bound: up to one interval of a process's last CPU, and processes that
+lived less than an interval, are missed. Prints CPU seconds and process counts per kind, the share
+of the total, and, with ``--kernels``, CPU seconds per finished kernel.
 """
 import argparse
 import gzip
