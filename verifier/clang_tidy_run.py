@@ -67,8 +67,9 @@ CHECKS = ",".join(
 )
 # A lint's limits. Its cost is CPU (parsing torch's headers: ~30 s of a core), and on a loaded GPU
 # host, where lints run niced beside builds and judges, its wall time is mostly waiting for a core:
-# on the H200 worker (load average 40-150 on 16 cores) a 120 s wall limit stopped the lints of 24 of
-# 86 kernels (tests/fixtures/h200/worker_levers_2026_12_01.json). So the limit is on CPU time, with a generous wall backstop.
+# on the H200 worker (load average 40-150 on 16 cores) a 120 s wall limit stopped the lints of 24
+# of 86 kernels (tests/fixtures/h200/worker_levers_2026_12_01.json). So the limit is on CPU time,
+# with a generous wall backstop.
 CPU_LIMIT_S = 120
 WALL_LIMIT_S = 1800
 TORCH_DEFINES = ["-DTORCH_EXTENSION_NAME=kernel", "-DTORCH_API_INCLUDE_EXTENSION_H"]
@@ -133,9 +134,12 @@ def run_clang_tidy(source: str, *, kind: str, cpu_limit_s: float = CPU_LIMIT_S, 
             }
         except OSError as exc:
             return {"stdout": "", "stderr": f"clang-tidy could not run: {exc}\n", "errored": True}
-    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):  # the CPU limit (soft, then hard)
+    if done.returncode == -signal.SIGXCPU:  # the CPU limit (_lower_priority)
         return {"stdout": _relative(done.stdout, work),
                 "stderr": f"clang-tidy used more than {cpu_limit_s:g} s of CPU and was stopped\n", "errored": True}
+    if done.returncode == -signal.SIGKILL:  # the CPU limit's hard stop, or the system (out of memory)
+        return {"stdout": _relative(done.stdout, work), "errored": True,
+                "stderr": f"clang-tidy was killed (SIGKILL: past its {cpu_limit_s:g} s CPU limit, or by the system)\n"}
     stdout, stderr = _relative(done.stdout, work), _relative(done.stderr, work)
     errored = done.returncode != 0 or bool(re.search(r"^\S+:\d+:\d+: (?:fatal )?error: ", stdout, re.M))
     if is_cuda and toolkit is None:

@@ -4,8 +4,9 @@
 Engineer Archive profiled (Occupancy, WarpStateStats, MemoryWorkloadAnalysis,
 ComputeWorkloadAnalysis), base units, on one call of the candidate: each launch of its own
 kernels in that call profiled once, at most NCU_MAX_LAUNCHES (the ``__global__`` functions its
-source defines, so torch's helper kernels are left out), and parses it with verifier/profile_parsers into ``{'metrics': ..., 'rules': ...}``. With it, the
-SourceCounters section samples where the warps stall per SASS instruction; its numbers are
+source defines, so torch's helper kernels are left out), and parses it with
+verifier/profile_parsers into ``{'metrics': ..., 'rules': ...}``. With it, the SourceCounters
+section samples where the warps stall per SASS instruction; its numbers are
 read from ncu's source page (``source_hot_spots``), not put in the archive-shaped profile.
 ``torch_profile`` runs torch.profiler over TORCH_CALLS calls and parses its key-averages table into
 ``{event: {...}}``. Both run verifier/profile_driver.py in the sandbox, so a candidate that
@@ -31,7 +32,7 @@ from .profile_parsers.torch_profile import parse_torch_profile_table
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[1])
 NCU_SECTIONS = ("Occupancy", "WarpStateStats", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis")
 # One call, not the archive's 5 launches: ncu flushes the caches and replays each profiled launch
-# under the same conditions, so the launches of a profile mostly agree. bench/bench_ncu_launch_spread.py:
+# under the same conditions, so the launches of a profile mostly agree (bench/bench_ncu_launch_spread.py):
 # one standard deviation over the 5 launches is within 2 % of the mean for 94 % of the metric
 # values of the demo archive's H200 profiles (87 % of the AI CUDA Engineer Archive's own); the
 # metrics that move most are cache hit rates, compression counters and bandwidths. Every launch

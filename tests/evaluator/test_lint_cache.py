@@ -84,6 +84,11 @@ def test_the_lint_is_limited_by_its_cpu_time_not_by_waiting_for_a_core(tmp_path,
     out = clang_tidy_run.run_clang_tidy(SOURCE, kind="cuda_forward", cuda_home=None, cache_dir=cache,
                                         cpu_limit_s=1, timeout_s=120)
     assert out == {"stdout": "kernel.cpp:1:1: warning: late\n", "stderr": "", "errored": False}
+    killed = _fake_clang_tidy(tmp_path, "clang-tidy-killed", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    monkeypatch.setattr(clang_tidy_run, "clang_tidy_binary", lambda: str(killed))
+    out = clang_tidy_run.run_clang_tidy(SOURCE + " ", kind="cuda_forward", cuda_home=None, cache_dir=cache)
+    assert out["errored"] and "was killed (SIGKILL" in out["stderr"]  # not claimed to be the CPU limit
+    assert len(list(cache.rglob("*.json"))) == 1  # only the finished lint was kept
 
 
 @pytest.mark.django_db
