@@ -77,19 +77,33 @@ def test_gpu_time_reproduces_where_the_launch_is_hidden_and_end_to_end_does_not(
     assert linear["blocking"] == ["timing_unaccounted"] and linear["unaccounted"]["gpu_time"] > 0.5
 
 
+def rerun_with_2_4_0() -> set[tuple[int, str]]:
+    """(level, code sha256) of the kernels the site's worker re-verified with harness 2.4.0
+    (sample_worker_2_4_0.json): their 2.4.0 run is their latest, with the same verdict."""
+    return {(record["kernel"]["level"], record["kernel"]["code_sha256"])
+            for record in map(json.loads, SAMPLE_RECORDS.read_text().splitlines())
+            if record["harness"]["version"] == "2.4.0"}
+
+
 @pytest.mark.django_db
-def test_the_signed_records_load_and_the_judge_2_1_runs_are_the_latest(sample_path):
+def test_the_signed_records_load_and_the_judge_2_1_runs_are_the_latest_unless_rerun(sample_path):
     archive_import_file(path=sample_path, hardware="NVIDIA H100")
     summary = verification_import_file(path=SAMPLE_RECORDS)
-    assert (summary.added, summary.by_origin) == (200, {"imported": 200})  # with the judge 2.2.0 rows
+    # With the judge 2.2.0 rows and the worker's 86 harness 2.4.0 runs.
+    assert (summary.added, summary.by_origin) == (286, {"imported": 286})
     # Names repeat within a level in the sample; a record names its kernel by code sha256.
     rows = {(row["level"], row["kernel"], row["document"]["verdict"]) for row in load("sample_judge_2_1.json")["rows"]}
     judged = [json.loads(line) for line in SAMPLE_RECORDS.read_text().splitlines()
               if json.loads(line)["harness"]["version"] == "2.1.0"]
     assert len(judged) == 56
+    rerun = rerun_with_2_4_0()
+    latest_versions = {}
     for record in judged:
         kernel = Kernel.objects.get(code_sha256=record["kernel"]["code_sha256"], task__level=record["kernel"]["level"])
         assert (kernel.task.level, kernel.name, record["result"]["verdict"]) in rows
         latest = Verification.objects.filter(kernel=kernel).order_by("-finished_at", "-id").first()
-        assert latest.harness_version == "2.1.0" and latest.status == record["result"]["verdict"], kernel.name
+        expected = "2.4.0" if (kernel.task.level, kernel.code_sha256) in rerun else "2.1.0"
+        assert latest.harness_version == expected and latest.status == record["result"]["verdict"], kernel.name
         assert kernel.verdict == record["result"]["verdict"], kernel.name
+        latest_versions[expected] = latest_versions.get(expected, 0) + 1
+    assert latest_versions == {"2.1.0": 10, "2.4.0": 46}

@@ -1,0 +1,127 @@
+"""Harness 2.4.0 through the site's GPU worker on the H200 (docs/harness.md, "The shipped 2.4.0
+through the worker: 86 of the sample's 102 rows"): the full documents read from the worker's
+database (tests/fixtures/h200/sample_worker_2_4_0.json, scripts/h200_worker_sample_fixture.py),
+the signed records made from them, and those runs being what the kernels' pages show."""
+import json
+import re
+
+import pytest
+from django.core.cache import cache
+
+from evaluator.verification_import import verification_import_file
+from evaluator.verification_records import load_trusted_keys, signature_is_valid
+from evaluator.verification_results import fields_from_result
+from kernels.models import Kernel, Verification
+from kernels.services import archive_import_file
+
+from tests.evaluator.test_h200_judge_2_1 import FIXTURES, REPO, SAMPLE_RECORDS, load
+
+HARNESS_SHA256 = "f2e01db4b0774d553edced47effaede368356774f05274807ea38b595a4e46f6"
+
+
+def worker_rows():
+    return load("sample_worker_2_4_0.json")["rows"]
+
+
+def records_2_4_0():
+    return [record for record in map(json.loads, SAMPLE_RECORDS.read_text().splitlines())
+            if record["harness"]["version"] == "2.4.0"]
+
+
+def test_86_rows_finished_with_harness_2_4_0_and_the_other_16_did_not():
+    data = load("sample_worker_2_4_0.json")
+    rows = data["rows"]
+    assert len(rows) == 86 and len(data["not_reached"]) == 16
+    assert sorted([row["index"] for row in rows] + data["not_reached"]) == list(range(102))
+    assert sorted(i for indices in data["not_reached_status"].values() for i in indices) == data["not_reached"]
+    for row in rows:
+        doc = row["document"]
+        assert row["kernel_id"] == row["index"] + 1
+        assert doc["versions"]["harness"] == "2.4.0" and doc["versions"]["harness_sha256"] == HARNESS_SHA256
+        assert doc["versions"]["gpu"] == "NVIDIA H200" and doc["versions"]["driver"] == "580.159.04", row["index"]
+        assert doc["verdict"] in ("passed", "failed") and fields_from_result(doc)["status"] == doc["verdict"]
+        assert len(doc["log"]) <= 1500 + 50  # trimmed (a redacted line is longer than the one it replaced)
+        assert row["verified_at"].startswith("2026-12-01T") and row["verified_at"].endswith("Z")
+    verdicts = [row["document"]["verdict"] for row in rows]
+    assert (verdicts.count("passed"), verdicts.count("failed")) == (46, 40)
+
+
+def test_the_fixture_agrees_with_the_worker_summary_and_the_sample(sample_rows):
+    """The full documents are the runs worker_levers_2026_12_01.json summarises: same kernels,
+    verdicts, flags and finishing times; the names are the sample's at each row's position."""
+    summary = load("worker_levers_2026_12_01.json")
+    by_id = {run["kernel_id"]: run for run in summary["verifications"]}
+    finished = {run["kernel_id"]: run["finished_at"] for call in summary["calls"] for run in call.get("runs", [])}
+    rows = worker_rows()
+    assert sorted(by_id) == [row["kernel_id"] for row in rows]
+    for row in rows:
+        run, doc = by_id[row["kernel_id"]], row["document"]
+        assert row["kernel"] == run["name"] == sample_rows[row["index"]]["Kernel_Name"]
+        assert (row["level"], doc["verdict"]) == (run["level"], run["status"])
+        assert sorted(flag["name"] for flag in doc["flags"]) == sorted(run["flags"]), row["index"]
+        if row["kernel_id"] in finished:
+            when = finished[row["kernel_id"]].replace(" ", "T").replace("+00:00", "Z")
+            assert row["verified_at"] == when, row["index"]
+
+
+def test_the_fixture_names_kernels_but_holds_none_of_their_code(sample_rows):
+    text = (FIXTURES / "sample_worker_2_4_0.json").read_text()
+    for row in json.loads(text)["rows"]:
+        code = sample_rows[row["index"]]["CUDA_Code"]
+        lines = {line.strip() for line in code.splitlines() if len(line.strip()) >= 8 and re.search(r"\w", line)}
+        quoted = [line for value in _strings(row["document"]) for line in value.splitlines() if line.strip() in lines]
+        assert not quoted, row["index"]
+    assert "left out of the fixture" in text  # the compilers' logs did quote some
+
+
+def _strings(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+def test_the_86_runs_are_signed_records_that_check_against_the_shipped_key():
+    keys = load_trusted_keys(REPO / "evaluator" / "trusted_keys.json")
+    assert len(keys) == 1
+    (key,) = keys.values()
+    records = records_2_4_0()
+    rows = {row["verified_at"]: row for row in worker_rows()}
+    assert len(records) == 86 and len(rows) == 86
+    for record in records:
+        row = rows[record["verified_at"]]
+        assert record["result"] == row["document"], row["index"]  # the full document, as the fixture holds it
+        assert (record["kernel"]["level"], record["kernel"]["name"]) == (row["level"], row["kernel"])
+        assert record["harness"] == {"version": "2.4.0", "sha256": HARNESS_SHA256} and record["gpu"] == "NVIDIA H200"
+        assert record["verifier"]["key_id"] == record["signature"]["key_id"] == key.key_id
+        assert signature_is_valid(record, key.public_key), row["index"]
+
+
+@pytest.mark.django_db
+def test_after_the_import_each_of_the_86_kernels_shows_its_2_4_0_run(sample_path, client):
+    cache.clear()
+    archive_import_file(path=sample_path, hardware="NVIDIA H100")
+    summary = verification_import_file(path=SAMPLE_RECORDS)
+    assert (summary.added, summary.by_origin) == (286, {"imported": 286})
+    records = records_2_4_0()
+    assert len(records) == 86
+    for record in records:
+        kernel = Kernel.objects.get(code_sha256=record["kernel"]["code_sha256"], task__level=record["kernel"]["level"])
+        assert kernel.name == record["kernel"]["name"]
+        runs = Verification.objects.filter(kernel=kernel)
+        assert runs.count() >= 2, kernel.name  # every row had an earlier H200 run (2.1.0 or 2.2.0)
+        latest = runs.order_by("-finished_at", "-id").first()
+        assert latest.harness_version == "2.4.0" and latest.status == record["result"]["verdict"], kernel.name
+        assert kernel.latest_verification_id == latest.id and latest.origin == "imported", kernel.name
+        assert kernel.verdict == record["result"]["verdict"], kernel.name
+    # The page's badge names the 2.4.0 run: one that passed, one that failed.
+    for name, status in (("modular_conv2d_relu_bias_base", "verified on NVIDIA H200"),
+                         ("fused_linear_relu_base", "re-verification failed")):
+        kernel = Kernel.objects.get(name=name)
+        html = client.get(f"/kernels/{kernel.id}/").content.decode()
+        badge = re.search(r'<span class="badge [^"]*" id="verified-badge">(.*?)</span>', html, re.S).group(1)
+        assert status in badge and "2.4.0" in badge, badge
