@@ -15,6 +15,7 @@ from kernels.models import Kernel, Verification
 from kernels.services import archive_import_file
 
 from tests.evaluator.test_h200_judge_2_1 import FIXTURES, REPO, SAMPLE_RECORDS, load
+from tests.evaluator.test_h200_judge_2_2 import code_quoted_in
 
 HARNESS_SHA256 = "f2e01db4b0774d553edced47effaede368356774f05274807ea38b595a4e46f6"
 
@@ -67,22 +68,8 @@ def test_the_fixture_agrees_with_the_worker_summary_and_the_sample(sample_rows):
 def test_the_fixture_names_kernels_but_holds_none_of_their_code(sample_rows):
     text = (FIXTURES / "sample_worker_2_4_0.json").read_text()
     for row in json.loads(text)["rows"]:
-        code = sample_rows[row["index"]]["CUDA_Code"]
-        lines = {line.strip() for line in code.splitlines() if len(line.strip()) >= 8 and re.search(r"\w", line)}
-        quoted = [line for value in _strings(row["document"]) for line in value.splitlines() if line.strip() in lines]
-        assert not quoted, row["index"]
+        assert not code_quoted_in(row, sample_rows), row["index"]
     assert "left out of the fixture" in text  # the compilers' logs did quote some
-
-
-def _strings(value):
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-    elif isinstance(value, str):
-        yield value
 
 
 def test_the_86_runs_are_signed_records_that_check_against_the_shipped_key():
