@@ -146,7 +146,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
     notes = {}
     if compile_baseline:
         try:
-            compiled = torch.compile(ref_model)
+            compiled = compiled_in_this_process(ref_model)
             impls.append(("compile", lambda ins: compiled(*ins)))
         except Exception as exc:
             notes["compile"] = "torch.compile unavailable: %s" % str(exc)[:300]
@@ -305,6 +305,18 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
     elif unaccounted_flag is not None:
         flags.append(unaccounted_flag)
     return timings, speedup, info, flags, probe
+
+
+def compiled_in_this_process(ref_model):
+    """``torch.compile(ref_model)``, compiling in the judge itself. By default inductor compiles in
+    a pool of worker processes, one per CPU (up to 32), that outlive the compile: the judge would
+    then have children the runner did not start, which the runner's end (confine.reap_orphans)
+    kills and reports as the candidate's escape, failing an honest kernel; and on a worker host
+    those CPUs are the other verifications'. One small reference graph needs no pool."""
+    import torch._inductor.config as inductor_config
+
+    inductor_config.compile_threads = 1
+    return torch.compile(ref_model)
 
 
 def _check_round(runner, cand, ref_prints, ref_outs, tol, batch, weights, device, where):

@@ -1,0 +1,61 @@
+"""The judge's torch.compile baseline compiles in the judge, with no pool of worker processes.
+
+On a host whose torch has Triton (every GPU host), ``torch.compile`` starts inductor's compile
+pool (one Python process per CPU, up to 32) before compiling, and the pool outlives the compile.
+On the H200 (16 cores, 2026-12-01, scripts/gpu_judge_cpu_probe.py) that failed every honest
+kernel it judged: the runner's end found the judge's pool among the judge's children and
+reported it as the candidate's escaped processes; and the judge used 132 CPU s instead of 77.
+This CPU-only torch has no Triton, so its compile never warms the pool itself: the test warms it
+the way inductor does there (``AsyncCompile.warm_pool``), once as the judge compiles and once as
+torch does by default, and looks for the processes it leaves.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+_CHILDREN_AFTER_WARM_POOL = """
+import json, os, sys, time
+import torch
+from torch._inductor.async_compile import AsyncCompile
+from verifier import confine, judge_timing
+
+if sys.argv[1] == "judge":
+    compiled = judge_timing.compiled_in_this_process(torch.nn.ReLU())
+else:
+    compiled = torch.compile(torch.nn.ReLU())
+AsyncCompile.warm_pool()  # what inductor's backend does first where Triton is installed
+assert torch.equal(compiled(torch.tensor([-1.0, 2.0])), torch.tensor([0.0, 2.0]))
+time.sleep(0.5)
+children = {pid: confine.describe_process(pid) for pid in confine.children_of(os.getpid())}
+print(json.dumps(children))
+os._exit(0)  # no atexit: whatever the pool left is still there for the parent to clean up
+"""
+
+
+def _children_after_warm_pool(how):
+    env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="4", PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", _CHILDREN_AFTER_WARM_POOL, how], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300, start_new_session=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    children = json.loads(proc.stdout.strip().splitlines()[-1])
+    for pid in children:  # orphaned by the os._exit: ours to end
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return list(children.values())
+
+
+def test_torch_compile_by_default_leaves_a_compile_pool_running():
+    # the failure the judge avoids, shown on this host: a pool process outlives the compile
+    children = _children_after_warm_pool("default")
+    assert any("compile_worker" in child for child in children), children
+
+
+def test_the_judge_compiles_in_its_own_process_even_when_told_to_use_four():
+    assert _children_after_warm_pool("judge") == []
