@@ -158,6 +158,10 @@ VERIFY_REFRESH_PROFILES = env.boolean("ARCHIVE_VERIFY_REFRESH_PROFILES", True)
 VERIFY_PROFILE_PASSED_ONLY = env.boolean("ARCHIVE_VERIFY_PROFILE_PASSED_ONLY", True)
 # clang-tidy runs on a pool of its own, beside the builds and GPU runs (docs/worker.md).
 VERIFY_LINT_WORKERS = env.integer("ARCHIVE_VERIFY_LINT_WORKERS", 4)
+# CPU threads for the torch of each judge, runner and profile driver the worker starts
+# (OMP_NUM_THREADS; 0 keeps torch's default, one per CPU). Their CPU work is checking outputs;
+# with many verifications at once on a host, more threads only spin (docs/worker.md).
+VERIFY_JUDGE_CPU_THREADS = env.integer("ARCHIVE_VERIFY_JUDGE_CPU_THREADS", 1)
 # CPUs kept free for timing loops, e.g. "0,1": the worker runs everything else on the others.
 VERIFY_TIMING_CPUS = env.text("ARCHIVE_VERIFY_TIMING_CPUS")
 # The periodic task re-queues kernels whose latest result is older than this.

@@ -151,6 +151,13 @@ def worker_keep_timing_cpus_free(spec: str) -> list[int]:
     return reserved
 
 
+def worker_limit_judge_threads(threads: int) -> None:
+    """Give each judge, runner and profile driver this worker starts ``threads`` CPU threads
+    (OMP_NUM_THREADS, which torch reads when it starts; 0 leaves torch's default, one per CPU)."""
+    if threads > 0:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:gpu{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
 

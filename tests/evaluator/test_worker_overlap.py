@@ -3,6 +3,8 @@ instead of after it, clang-tidy lints on a pool of its own from the start of the
 worker's threads stay off the CPUs kept for timing. Real run_bundle and verification_run, with
 the sandboxed processes and the linter replaced by recorders (no build, no GPU)."""
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -124,3 +126,16 @@ def test_the_worker_keeps_the_timing_cpus_free_and_names_them_to_the_judges(monk
     finally:
         os.sched_setaffinity(0, allowed)
     assert services.worker_keep_timing_cpus_free("") == []
+
+
+def test_the_worker_gives_each_judge_the_cpu_threads_its_setting_says(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    services.worker_limit_judge_threads(0)  # 0: torch's own default, nothing set
+    assert "OMP_NUM_THREADS" not in bundle_run._harness_env("builds")
+    services.worker_limit_judge_threads(1)
+    env = bundle_run._harness_env("builds")
+    assert env["OMP_NUM_THREADS"] == "1"
+    # torch in a process started with the judge's environment takes it
+    threads = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+                             env=env, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert threads.strip() == "1"
