@@ -23,10 +23,11 @@
 # `prebuild` in one call, then `run` with KEEP=1, then KEEP=1 KERNELS=remaining (the kernels with
 # no finished run). Without KEEP each call starts from the packed archive and a cold cache.
 # `run` writes to $OUT: summary.txt (kernels/hour, per-phase medians, one line per kernel),
-# gpu_samples.csv and loadavg.txt (device memory and utilisation, load average, every 5 s),
-# ps.txt.gz and cpu_by_process.txt (every process's CPU every 2 s; the CPU by kind of process),
-# worker.json (bench_worker's summary with every run's phases), consumer.log (its tail), run.log (this script's output),
-# results.tgz (the database and Huey's queue, for a fixture). TOTAL_S (default 570) is the whole
+# cpu_by_process.txt (the CPU by kind of process, from every process's CPU every 2 s),
+# worker.json (bench_worker's summary with every run's phases), run.log (this script's output),
+# results.tgz (the database and Huey's queue, for a fixture) and logs.tgz (gpu_samples.csv and
+# loadavg.txt: device memory and utilisation, load average, every 5 s; ps.txt.gz; the consumer's
+# and bench_worker's logs). TOTAL_S (default 570) is the whole
 # call's budget: the worker's deadline is what is left after the setup, minus STOP_WAIT_S (default
 # 75) for the jobs running at the deadline to finish, minus 20 s for writing the results.
 set -uo pipefail
@@ -172,10 +173,10 @@ command -v taskset >/dev/null && [ "$last" -gt 2 ] && pin="taskset -c ${WORKER_C
 samplers=""
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total,utilization.gpu,clocks.sm --format=csv -l 5 \
-        > "$OUT/gpu_samples.csv" 2>/dev/null &
+        > "$work/gpu_samples.csv" 2>/dev/null &
     samplers="$!"
 fi
-(while sleep 5; do echo "$(date +%s) $(cat /proc/loadavg)"; done) > "$OUT/loadavg.txt" &
+(while sleep 5; do echo "$(date +%s) $(cat /proc/loadavg)"; done) > "$work/loadavg.txt" &
 samplers="$samplers $!"
 # Every process's cumulative CPU every 2 s: where the host's CPU goes, by kind of process
 # (scripts/worker_cpu_by_process.py ps.txt.gz --kernels N).
@@ -187,15 +188,18 @@ status=$?
 # shellcheck disable=SC2086
 kill $samplers 2>/dev/null
 tail -c 4000 "$work/bench.log"
-tail -c 3000000 "$ARCHIVE_DATA_DIR"/consumer_gpu*.log > "$OUT/consumer.log" 2>/dev/null
+tail -c 3000000 "$ARCHIVE_DATA_DIR"/consumer_gpu*.log > "$work/consumer.log" 2>/dev/null
 python3 scripts/worker_throughput_summary.py "$OUT/worker.json" > "$OUT/summary.txt" && cat "$OUT/summary.txt"
-gzip -c "$work/ps.txt" > "$OUT/ps.txt.gz"
-python3 scripts/worker_cpu_by_process.py "$OUT/ps.txt.gz" \
+gzip -c "$work/ps.txt" > "$work/ps.txt.gz"
+python3 scripts/worker_cpu_by_process.py "$work/ps.txt.gz" \
     --kernels "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["kernels"] or 1)' "$OUT/worker.json")" \
     | tee "$OUT/cpu_by_process.txt"
 for db in "$ARCHIVE_DATA_DIR"/archive.sqlite3 "$ARCHIVE_DATA_DIR"/huey.sqlite3; do  # fold the WAL in
     [ -f "$db" ] && python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA wal_checkpoint(TRUNCATE)")' "$db"
 done
 tar czf "$OUT/results.tgz" -C "$work" --exclude='*.log' data
+# The samples and logs in one file: a call brings back only so many files (8 on 2026-12-01, when
+# summary.txt and worker.json were the ones left out).
+tar czf "$OUT/logs.tgz" -C "$work" gpu_samples.csv loadavg.txt ps.txt.gz consumer.log bench.log
 echo "done at $(elapsed) s"
 exit $status

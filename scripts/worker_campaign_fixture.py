@@ -2,10 +2,12 @@
 each call's bench_worker summary and runs, and, from the last call's database, every finished
 verification (verdict, flags, speedups and their clock, the judge's own GPU-lock report, the ncu
 profile's launches, the lint's outcome) beside the earlier judge fixtures' verdict of the same
-row; optionally scripts/gpu_ncu_cost_probe.py's ncu_cost.json.
+row; optionally scripts/gpu_ncu_cost_probe.py's ncu_cost.json, scripts/gpu_judge_cpu_probe.py's
+judge_cpu.json files and the last call's cpu_by_process.txt.
 
     python3 scripts/worker_campaign_fixture.py --call DIR [--call DIR ...] [--probe ncu_cost.json]
-        [--earlier tests/fixtures/h200/sample_judge_2_1.json ...] --about TEXT --out FIXTURE.json
+        [--judge-probe judge_cpu.json ...] [--earlier tests/fixtures/h200/sample_judge_2_1.json ...]
+        --about TEXT --out FIXTURE.json
 
 Each DIR holds worker.json and results.tgz (the call's database). Kernel ids are those of a fresh
 import of the shared sample: id = row index + 1, checked against the earlier fixtures' names.
@@ -82,10 +84,34 @@ def verifications(database: Path, earlier: dict) -> list[dict]:
     return rows
 
 
+def judge_probe(path: Path) -> dict:
+    """A judge CPU probe without the judges' stderr (library warnings)."""
+    doc = json.loads(path.read_text())
+    for kernel in doc["kernels"]:
+        for step in kernel["judges"] + [kernel["build"]]:
+            step.pop("stderr_tail", None)
+    return doc
+
+
+def cpu_by_process(path: Path) -> list[dict]:
+    """scripts/worker_cpu_by_process.py's table: kind, CPU s, processes, share, CPU s a kernel."""
+    rows = []
+    for line in path.read_text().splitlines()[1:]:
+        if line.split()[:1] == ["all"]:
+            _, cpu, per_kernel = line.split()
+            rows.append({"kind": "all", "cpu_s": float(cpu), "cpu_s_per_kernel": float(per_kernel)})
+        elif "%" in line:
+            kind, cpu, processes, share, per_kernel = line.rsplit(None, 4)
+            rows.append({"kind": kind.strip(), "cpu_s": float(cpu), "processes": int(processes),
+                         "share_percent": float(share.rstrip("%")), "cpu_s_per_kernel": float(per_kernel)})
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--call", action="append", required=True, type=Path)
     parser.add_argument("--probe", type=Path)
+    parser.add_argument("--judge-probe", action="append", default=[], type=Path)
     parser.add_argument("--earlier", action="append", default=[])
     parser.add_argument("--about", required=True)
     parser.add_argument("--out", required=True, type=Path)
@@ -93,6 +119,10 @@ def main(argv=None) -> int:
     fixture = {"about": args.about, "calls": [call_entry(folder) for folder in args.call]}
     if args.probe:
         fixture["ncu_probe"] = json.loads(args.probe.read_text())["kernels"]
+    if args.judge_probe:
+        fixture["judge_cpu_probes"] = [judge_probe(path) for path in args.judge_probe]
+    if (args.call[-1] / "cpu_by_process.txt").exists():
+        fixture["cpu_by_process"] = cpu_by_process(args.call[-1] / "cpu_by_process.txt")
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(args.call[-1] / "results.tgz") as tar:
             tar.extractall(tmp, filter="data")
