@@ -5,7 +5,10 @@ document, when it finished, and the worker that ran it. No Django: the database 
 sqlite3, read-only.
 
     python scripts/h200_worker_sample_fixture.py --db DATA/archive.sqlite3 \\
-        --out tests/fixtures/h200/FIXTURE.json --about TEXT [--harness 2.4.0] [--sample ROWS.jsonl]
+        --out tests/fixtures/h200/FIXTURE.json --about TEXT --harness VERSION [--sample ROWS.jsonl]
+
+(it made sample_worker_2_4_0.json with --harness 2.4.0 and sample_worker_2_4_1.json with
+--harness 2.4.1).
 
 The database must hold a fresh import of the sample alone (the worker fixtures' convention:
 kernel id = the row's position + 1). Documents are trimmed as scripts/gpu_sample_reverify.py
@@ -92,7 +95,7 @@ def main(argv=None):
     p.add_argument("--db", type=Path, required=True, help="the site's SQLite database (read only)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--about", default="")
-    p.add_argument("--harness", default="2.4.0", help="every finished run must be of this harness ('' for any)")
+    p.add_argument("--harness", required=True, help="every finished run must be of this harness, e.g. 2.4.1 ('' for any)")
     p.add_argument("--sample", type=Path, help="the sample's rows (JSON lines): check the names by position")
     args = p.parse_args(argv)
     rows, unfinished = rows_of(args.db, args.harness)
