@@ -13,9 +13,11 @@ names and sha256s, never code):
   those fields and says so in `note`; evidence strings the fixtures trimmed stay empty);
   sample_judge_2_1.json (full documents of the judge 2.1.0, logs trimmed; rows by position),
   sample_judge_2_2.json (the same for the judge 2.2.0: the 46 rows the 2.1.0 calls had not
-  reached; quoted source lines left out of compiler logs) and sample_worker_2_4_0.json (the same
+  reached; quoted source lines left out of compiler logs), sample_worker_2_4_0.json (the same
   for harness 2.4.0 run by the site's worker: 86 rows, read from its database by
-  scripts/h200_worker_sample_fixture.py; the latest run of each of those kernels).
+  scripts/h200_worker_sample_fixture.py) and sample_worker_2_4_1.json (the same for harness
+  2.4.1 through the worker: 42 rows, ids 13-26, 47-60, 81-94); each kernel's latest run is its
+  2.4.1 run where it has one, else its 2.4.0 run where it has one.
 Outputs beside this file: demo_archive_h200.jsonl and sample_subset_h200.jsonl.
 
 The key signs as "kernel-archive project (H200 campaigns)"; its public half goes into
@@ -46,9 +48,11 @@ SAMPLE_HARDWARE = "NVIDIA H100"
 SUBSET_RECORDED_AT = "2026-11-29T19:06:23Z"
 # The judge on the H200 (scripts/gpu_sample_reverify.py, merged by scripts/h200_sample_fixture.py):
 # 2.1.0 reached 56 rows, 2.2.0 the other 46; then harness 2.4.0 through the site's worker
-# (scripts/h200_worker_sample_fixture.py) 86 of the 102. verified_at is when each run finished,
-# so a kernel's latest run (what its page shows) is its 2.4.0 run where it has one.
-JUDGE_FIXTURES = ("sample_judge_2_1.json", "sample_judge_2_2.json", "sample_worker_2_4_0.json")
+# (scripts/h200_worker_sample_fixture.py) 86 of the 102, and 2.4.1 through the worker 42 rows.
+# verified_at is when each run finished, so a kernel's latest run (what its page shows) is its
+# 2.4.1 run where it has one, else its 2.4.0 run where it has one.
+JUDGE_FIXTURES = ("sample_judge_2_1.json", "sample_judge_2_2.json", "sample_worker_2_4_0.json",
+                  "sample_worker_2_4_1.json")
 REBUILT_NOTE = ("rebuilt from the fields the worker stored ({source}); the full document was not kept, so "
                 "trials, checks and logs are missing and evidence the fixture trimmed is empty")
 
@@ -112,8 +116,8 @@ def sample_records(key, sample: Path) -> list[dict]:
                 raise SystemExit(f"{fixture}: kernel_id {row['kernel_id']} is {identity['name']!r} in the sample, "
                                  f"not {row['kernel']!r}")
             records.append(_signed(identity, document, when, key))
-    # The judge (harness 2.1.0, then 2.2.0, then 2.4.0 through the worker), full documents: the
-    # rows the H200 calls reached.
+    # The judge (harness 2.1.0, then 2.2.0, then 2.4.0 and 2.4.1 through the worker), full
+    # documents: the rows the H200 calls reached.
     for fixture in JUDGE_FIXTURES:
         for row in json.loads((FIXTURES / fixture).read_text())["rows"]:
             identity = by_row[row["index"]]

@@ -77,33 +77,44 @@ def test_gpu_time_reproduces_where_the_launch_is_hidden_and_end_to_end_does_not(
     assert linear["blocking"] == ["timing_unaccounted"] and linear["unaccounted"]["gpu_time"] > 0.5
 
 
-def rerun_with_2_4_0() -> set[tuple[int, str]]:
-    """(level, code sha256) of the kernels the site's worker re-verified with harness 2.4.0
-    (sample_worker_2_4_0.json): their 2.4.0 run is their latest, with the same verdict."""
-    return {(record["kernel"]["level"], record["kernel"]["code_sha256"])
-            for record in map(json.loads, SAMPLE_RECORDS.read_text().splitlines())
-            if record["harness"]["version"] == "2.4.0"}
+# The site's worker re-verified sample rows with harness 2.4.0 (sample_worker_2_4_0.json), then
+# some of them and others with 2.4.1 (sample_worker_2_4_1.json), later the same day.
+WORKER_VERSIONS = ("2.4.0", "2.4.1")
+
+
+def rerun_by_the_worker() -> dict[tuple[int, str], dict]:
+    """(level, code sha256) -> the record of the kernel's latest run by the site's worker: its
+    2.4.1 run where it has one, else its 2.4.0 run. That run is the kernel's latest."""
+    latest = {}
+    for record in map(json.loads, SAMPLE_RECORDS.read_text().splitlines()):
+        if record["harness"]["version"] in WORKER_VERSIONS:
+            key = (record["kernel"]["level"], record["kernel"]["code_sha256"])
+            if key not in latest or record["verified_at"] > latest[key]["verified_at"]:
+                latest[key] = record
+    return latest
 
 
 @pytest.mark.django_db
 def test_the_signed_records_load_and_the_judge_2_1_runs_are_the_latest_unless_rerun(sample_path):
     archive_import_file(path=sample_path, hardware="NVIDIA H100")
     summary = verification_import_file(path=SAMPLE_RECORDS)
-    # With the judge 2.2.0 rows and the worker's 86 harness 2.4.0 runs.
-    assert (summary.added, summary.by_origin) == (286, {"imported": 286})
+    # With the judge 2.2.0 rows, the worker's 86 harness 2.4.0 runs and its 42 2.4.1 runs.
+    assert (summary.added, summary.by_origin) == (328, {"imported": 328})
     # Names repeat within a level in the sample; a record names its kernel by code sha256.
     rows = {(row["level"], row["kernel"], row["document"]["verdict"]) for row in load("sample_judge_2_1.json")["rows"]}
     judged = [json.loads(line) for line in SAMPLE_RECORDS.read_text().splitlines()
               if json.loads(line)["harness"]["version"] == "2.1.0"]
     assert len(judged) == 56
-    rerun = rerun_with_2_4_0()
+    rerun = rerun_by_the_worker()
     latest_versions = {}
     for record in judged:
         kernel = Kernel.objects.get(code_sha256=record["kernel"]["code_sha256"], task__level=record["kernel"]["level"])
         assert (kernel.task.level, kernel.name, record["result"]["verdict"]) in rows
         latest = Verification.objects.filter(kernel=kernel).order_by("-finished_at", "-id").first()
-        expected = "2.4.0" if (kernel.task.level, kernel.code_sha256) in rerun else "2.1.0"
+        worker = rerun.get((kernel.task.level, kernel.code_sha256))
+        expected = worker["harness"]["version"] if worker else "2.1.0"
+        # The worker's runs of these kernels gave the judge 2.1.0's verdicts.
         assert latest.harness_version == expected and latest.status == record["result"]["verdict"], kernel.name
         assert kernel.verdict == record["result"]["verdict"], kernel.name
         latest_versions[expected] = latest_versions.get(expected, 0) + 1
-    assert latest_versions == {"2.1.0": 10, "2.4.0": 46}
+    assert latest_versions == {"2.1.0": 10, "2.4.0": 26, "2.4.1": 20}

@@ -1,7 +1,8 @@
 """Harness 2.4.0 through the site's GPU worker on the H200 (docs/harness.md, "The shipped 2.4.0
 through the worker: 86 of the sample's 102 rows"): the full documents read from the worker's
 database (tests/fixtures/h200/sample_worker_2_4_0.json, scripts/h200_worker_sample_fixture.py),
-the signed records made from them, and those runs being what the kernels' pages show."""
+the signed records made from them, and those runs being what the kernels' pages show where the
+worker has not re-verified the kernel with 2.4.1 since (test_h200_worker_sample_2_4_1.py)."""
 import json
 import re
 
@@ -89,25 +90,35 @@ def test_the_86_runs_are_signed_records_that_check_against_the_shipped_key():
 
 
 @pytest.mark.django_db
-def test_after_the_import_each_of_the_86_kernels_shows_its_2_4_0_run(sample_path, client):
+def test_after_the_import_each_of_the_86_kernels_shows_its_2_4_0_run_unless_2_4_1_reran_it(sample_path, client):
     cache.clear()
     archive_import_file(path=sample_path, hardware="NVIDIA H100")
     summary = verification_import_file(path=SAMPLE_RECORDS)
-    assert (summary.added, summary.by_origin) == (286, {"imported": 286})
+    # With the worker's 42 harness 2.4.1 runs, later the same day.
+    assert (summary.added, summary.by_origin) == (328, {"imported": 328})
     records = records_2_4_0()
     assert len(records) == 86
+    rerun = {(record["kernel"]["level"], record["kernel"]["code_sha256"])
+             for record in map(json.loads, SAMPLE_RECORDS.read_text().splitlines())
+             if record["harness"]["version"] == "2.4.1"}
+    latest_versions = {}
     for record in records:
         kernel = Kernel.objects.get(code_sha256=record["kernel"]["code_sha256"], task__level=record["kernel"]["level"])
         assert kernel.name == record["kernel"]["name"]
         runs = Verification.objects.filter(kernel=kernel)
         assert runs.count() >= 2, kernel.name  # every row had an earlier H200 run (2.1.0 or 2.2.0)
         latest = runs.order_by("-finished_at", "-id").first()
-        assert latest.harness_version == "2.4.0" and latest.status == record["result"]["verdict"], kernel.name
+        expected = "2.4.1" if (kernel.task.level, kernel.code_sha256) in rerun else "2.4.0"
+        # 2.4.1 gave every one of these kernels its 2.4.0 verdict.
+        assert latest.harness_version == expected and latest.status == record["result"]["verdict"], kernel.name
         assert kernel.latest_verification_id == latest.id and latest.origin == "imported", kernel.name
         assert kernel.verdict == record["result"]["verdict"], kernel.name
-    # The page's badge names the 2.4.0 run: one that passed, one that failed.
+        latest_versions[expected] = latest_versions.get(expected, 0) + 1
+    assert latest_versions == {"2.4.0": 48, "2.4.1": 38}
+    # The page's badge names the 2.4.0 run where 2.4.1 did not re-run the kernel: one that
+    # passed, one that failed.
     for name, status in (("modular_conv2d_relu_bias_base", "verified on NVIDIA H200"),
-                         ("fused_linear_relu_base", "re-verification failed")):
+                         ("optimized_mlp_forward_base", "re-verification failed")):
         kernel = Kernel.objects.get(name=name)
         html = client.get(f"/kernels/{kernel.id}/").content.decode()
         badge = re.search(r'<span class="badge [^"]*" id="verified-badge">(.*?)</span>', html, re.S).group(1)

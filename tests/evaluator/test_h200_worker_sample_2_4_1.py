@@ -1,0 +1,152 @@
+"""Harness 2.4.1 through the site's GPU worker on the H200 (docs/harness.md, "Harness 2.4.1
+through the worker"): the full documents of its 42 runs read from the worker's database
+(tests/fixtures/h200/sample_worker_2_4_1.json, scripts/h200_worker_sample_fixture.py), the
+signed records made from them, and those runs being what the kernels' pages show."""
+import json
+import re
+
+import pytest
+from django.core.cache import cache
+
+from evaluator.verification_import import verification_import_file
+from evaluator.verification_records import load_trusted_keys, signature_is_valid
+from evaluator.verification_results import fields_from_result
+from kernels.models import Kernel, Verification
+from kernels.services import archive_import_file
+
+from tests.evaluator.test_h200_judge_2_1 import FIXTURES, REPO, SAMPLE_RECORDS, load
+from tests.evaluator.test_h200_judge_2_2 import code_quoted_in
+
+HARNESS_SHA256 = "414789dd27f762a88b3646a73f71f4d3a633a9d953861ddcd923b1ad4d9b2513"
+# The rows queued (kernel ids 13-26, 47-60, 81-94 of a fresh import): positions in the sample.
+QUEUED = [*range(12, 26), *range(46, 60), *range(80, 94)]
+# The one kernel whose verdict 2.4.1 changed: no 2.4.0 run; the judge 2.2.0 failed it on
+# timing_unaccounted, 2.4.1 passed it.
+CHANGED = "load_balanced_tile_allocation_base"
+
+
+def worker_rows():
+    return load("sample_worker_2_4_1.json")["rows"]
+
+
+def records_2_4_1():
+    return [record for record in map(json.loads, SAMPLE_RECORDS.read_text().splitlines())
+            if record["harness"]["version"] == "2.4.1"]
+
+
+def flags(doc):
+    return sorted(flag["name"] for flag in doc["flags"])
+
+
+def test_the_42_rows_queued_finished_with_harness_2_4_1():
+    data = load("sample_worker_2_4_1.json")
+    rows = data["rows"]
+    assert len(rows) == 42 and [row["index"] for row in rows] == QUEUED
+    assert data["not_reached"] == [] and data["not_reached_status"] == {}
+    assert {row["worker"] for row in rows} == {"vm:1602:gpu0"} and {row["gpu"] for row in rows} == {"0"}
+    for row in rows:
+        doc = row["document"]
+        assert row["kernel_id"] == row["index"] + 1
+        assert doc["versions"]["harness"] == "2.4.1" and doc["versions"]["harness_sha256"] == HARNESS_SHA256
+        assert doc["versions"]["gpu"] == "NVIDIA H200" and doc["versions"]["driver"] == "580.159.04", row["index"]
+        assert doc["versions"]["torch"] == "2.11.0+cu130", row["index"]
+        assert doc["verdict"] in ("passed", "failed") and fields_from_result(doc)["status"] == doc["verdict"]
+        assert len(doc["log"]) <= 1500 + 50  # trimmed (a redacted line is longer than the one it replaced)
+        assert row["verified_at"].startswith("2026-12-01T") and row["verified_at"].endswith("Z")
+    counts = {}
+    for row in rows:
+        key = (row["level"], row["document"]["verdict"])
+        counts[key] = counts.get(key, 0) + 1
+    assert counts == {(1, "passed"): 14, (2, "passed"): 14, (3, "failed"): 14}
+    # Later than every 2.4.0 run of the worker: where a kernel has both, 2.4.1 is its latest.
+    assert min(row["verified_at"] for row in rows) > max(row["verified_at"] for row in
+                                                         load("sample_worker_2_4_0.json")["rows"])
+
+
+def test_the_fixture_agrees_with_the_worker_summary_and_the_sample(sample_rows):
+    """The full documents are the runs worker_judge_threads_2026_12_01.json summarises: same
+    kernels, verdicts, flags, harness and finishing times; the names are the sample's at each
+    row's position."""
+    summary = load("worker_judge_threads_2026_12_01.json")
+    by_id = {run["kernel_id"]: run for run in summary["verifications"]}
+    finished = {run["kernel_id"]: run["finished_at"] for call in summary["calls"] for run in call.get("runs", [])}
+    rows = worker_rows()
+    assert sorted(by_id) == sorted(finished) == [row["kernel_id"] for row in rows]
+    for row in rows:
+        run, doc = by_id[row["kernel_id"]], row["document"]
+        assert row["kernel"] == run["name"] == sample_rows[row["index"]]["Kernel_Name"]
+        assert (row["level"], doc["verdict"], HARNESS_SHA256) == (run["level"], run["status"], run["harness_sha256"])
+        assert flags(doc) == sorted(run["flags"]), row["index"]
+        assert row["verified_at"] == finished[row["kernel_id"]].replace(" ", "T") + "Z", row["index"]
+
+
+def test_verdicts_and_flags_are_the_rows_earlier_runs_but_for_one_kernel():
+    """Every row's verdict and flags are its 2.4.0 run's; the four rows 2.4.0 did not finish
+    have those of their judge 2.2.0 run, but load_balanced_tile_allocation_base, which 2.2.0
+    failed on timing_unaccounted and 2.4.1 passes."""
+    earlier = {row["index"]: row for row in load("sample_worker_2_4_0.json")["rows"]}
+    judge_2_2 = {row["index"]: row for row in load("sample_judge_2_2.json")["rows"]}
+    without_2_4_0 = {}
+    for row in worker_rows():
+        doc = row["document"]
+        if row["index"] in earlier:
+            before = earlier[row["index"]]["document"]
+            assert (doc["verdict"], flags(doc)) == (before["verdict"], flags(before)), row["kernel"]
+        else:
+            before = judge_2_2[row["index"]]["document"]
+            without_2_4_0[row["kernel"]] = (before["verdict"], flags(before)), (doc["verdict"], flags(doc))
+    assert len(without_2_4_0) == 4
+    assert without_2_4_0.pop(CHANGED) == (("failed", ["timing_unaccounted"]), ("passed", []))
+    for name, (before, now) in without_2_4_0.items():
+        assert before == now, name
+
+
+def test_the_fixture_names_kernels_but_holds_none_of_their_code(sample_rows):
+    for row in worker_rows():
+        assert not code_quoted_in(row, sample_rows), row["index"]
+
+
+def test_the_42_runs_are_signed_records_that_check_against_the_shipped_key():
+    keys = load_trusted_keys(REPO / "evaluator" / "trusted_keys.json")
+    assert len(keys) == 1
+    (key,) = keys.values()
+    records = records_2_4_1()
+    rows = {row["verified_at"]: row for row in worker_rows()}
+    assert len(records) == 42 and len(rows) == 42
+    for record in records:
+        row = rows[record["verified_at"]]
+        assert record["result"] == row["document"], row["index"]  # the full document, as the fixture holds it
+        assert (record["kernel"]["level"], record["kernel"]["name"]) == (row["level"], row["kernel"])
+        assert record["harness"] == {"version": "2.4.1", "sha256": HARNESS_SHA256} and record["gpu"] == "NVIDIA H200"
+        assert record["verifier"]["key_id"] == record["signature"]["key_id"] == key.key_id
+        assert signature_is_valid(record, key.public_key), row["index"]
+
+
+@pytest.mark.django_db
+def test_after_the_import_each_of_the_42_kernels_shows_its_2_4_1_run(sample_path, client):
+    cache.clear()
+    archive_import_file(path=sample_path, hardware="NVIDIA H100")
+    summary = verification_import_file(path=SAMPLE_RECORDS)
+    assert (summary.added, summary.by_origin) == (328, {"imported": 328})
+    records = records_2_4_1()
+    assert len(records) == 42
+    earlier_versions = {}
+    for record in records:
+        kernel = Kernel.objects.get(code_sha256=record["kernel"]["code_sha256"], task__level=record["kernel"]["level"])
+        assert kernel.name == record["kernel"]["name"]
+        runs = list(Verification.objects.filter(kernel=kernel).order_by("-finished_at", "-id"))
+        latest, before = runs[0], runs[1]  # every row had an earlier H200 run
+        assert latest.harness_version == "2.4.1" and latest.status == record["result"]["verdict"], kernel.name
+        assert kernel.latest_verification_id == latest.id and latest.origin == "imported", kernel.name
+        assert kernel.verdict == record["result"]["verdict"], kernel.name
+        earlier_versions[before.harness_version] = earlier_versions.get(before.harness_version, 0) + 1
+        if kernel.name == CHANGED:
+            assert (before.harness_version, before.status, latest.status) == ("2.2.0", "failed", "passed")
+    # The latest run before: 2.4.0 for 38 of them, the judge 2.2.0 for the 4 that 2.4.0 did not finish.
+    assert earlier_versions == {"2.4.0": 38, "2.2.0": 4}
+    # The page's badge names the 2.4.1 run: the kernel it now passes, and one that failed.
+    for name, status in ((CHANGED, "verified on NVIDIA H200"), ("fused_linear_relu_base", "re-verification failed")):
+        kernel = Kernel.objects.get(name=name)
+        html = client.get(f"/kernels/{kernel.id}/").content.decode()
+        badge = re.search(r'<span class="badge [^"]*" id="verified-badge">(.*?)</span>', html, re.S).group(1)
+        assert status in badge and "2.4.1" in badge, badge
