@@ -73,20 +73,26 @@ def test_the_fixture_names_kernels_but_holds_none_of_their_code(sample_rows):
     assert "left out of the fixture" in text  # the compilers' logs did quote some
 
 
-def test_the_86_runs_are_signed_records_that_check_against_the_shipped_key():
+def check_signed_worker_records(records, fixture_rows, version, harness_sha256):
+    """Each record is one fixture row's full document, signed by the one trusted project key."""
     keys = load_trusted_keys(REPO / "evaluator" / "trusted_keys.json")
     assert len(keys) == 1
     (key,) = keys.values()
-    records = records_2_4_0()
-    rows = {row["verified_at"]: row for row in worker_rows()}
-    assert len(records) == 86 and len(rows) == 86
+    rows = {row["verified_at"]: row for row in fixture_rows}
+    assert len(records) == len(rows)
     for record in records:
         row = rows[record["verified_at"]]
         assert record["result"] == row["document"], row["index"]  # the full document, as the fixture holds it
         assert (record["kernel"]["level"], record["kernel"]["name"]) == (row["level"], row["kernel"])
-        assert record["harness"] == {"version": "2.4.0", "sha256": HARNESS_SHA256} and record["gpu"] == "NVIDIA H200"
+        assert record["harness"] == {"version": version, "sha256": harness_sha256} and record["gpu"] == "NVIDIA H200"
         assert record["verifier"]["key_id"] == record["signature"]["key_id"] == key.key_id
         assert signature_is_valid(record, key.public_key), row["index"]
+
+
+def test_the_86_runs_are_signed_records_that_check_against_the_shipped_key():
+    records = records_2_4_0()
+    assert len(records) == 86
+    check_signed_worker_records(records, worker_rows(), "2.4.0", HARNESS_SHA256)
 
 
 @pytest.mark.django_db

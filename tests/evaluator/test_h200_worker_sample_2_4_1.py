@@ -9,13 +9,13 @@ import pytest
 from django.core.cache import cache
 
 from evaluator.verification_import import verification_import_file
-from evaluator.verification_records import load_trusted_keys, signature_is_valid
 from evaluator.verification_results import fields_from_result
 from kernels.models import Kernel, Verification
 from kernels.services import archive_import_file
 
-from tests.evaluator.test_h200_judge_2_1 import FIXTURES, REPO, SAMPLE_RECORDS, load
+from tests.evaluator.test_h200_judge_2_1 import SAMPLE_RECORDS, load
 from tests.evaluator.test_h200_judge_2_2 import code_quoted_in
+from tests.evaluator.test_h200_worker_sample_2_4_0 import check_signed_worker_records
 
 HARNESS_SHA256 = "414789dd27f762a88b3646a73f71f4d3a633a9d953861ddcd923b1ad4d9b2513"
 # The rows queued (kernel ids 13-26, 47-60, 81-94 of a fresh import): positions in the sample.
@@ -107,19 +107,9 @@ def test_the_fixture_names_kernels_but_holds_none_of_their_code(sample_rows):
 
 
 def test_the_42_runs_are_signed_records_that_check_against_the_shipped_key():
-    keys = load_trusted_keys(REPO / "evaluator" / "trusted_keys.json")
-    assert len(keys) == 1
-    (key,) = keys.values()
     records = records_2_4_1()
-    rows = {row["verified_at"]: row for row in worker_rows()}
-    assert len(records) == 42 and len(rows) == 42
-    for record in records:
-        row = rows[record["verified_at"]]
-        assert record["result"] == row["document"], row["index"]  # the full document, as the fixture holds it
-        assert (record["kernel"]["level"], record["kernel"]["name"]) == (row["level"], row["kernel"])
-        assert record["harness"] == {"version": "2.4.1", "sha256": HARNESS_SHA256} and record["gpu"] == "NVIDIA H200"
-        assert record["verifier"]["key_id"] == record["signature"]["key_id"] == key.key_id
-        assert signature_is_valid(record, key.public_key), row["index"]
+    assert len(records) == 42
+    check_signed_worker_records(records, worker_rows(), "2.4.1", HARNESS_SHA256)
 
 
 @pytest.mark.django_db
