@@ -86,7 +86,8 @@ export DJANGO_SETTINGS_MODULE=archive_site.settings_gpu_worker
 export ARCHIVE_DATA_DIR=$work/data
 export ARCHIVE_BUILD_CACHE_DIR=$work/builds  # cold: made fresh above, unless KEEP=1
 export ARCHIVE_VERIFY_DEVICE=${ARCHIVE_VERIFY_DEVICE:-cuda}
-# Eager baseline only, as in the 185/h runs: a torch.compile baseline costs ~15 s in every judge.
+# Eager baseline only, as in the 185/h runs: the torch.compile baseline added 6-12 s to a judge
+# on the idle H200 (compiled in the judge, harness 2.4.1; scripts/gpu_judge_cpu_probe.py).
 export ARCHIVE_VERIFY_HARNESS_ARGS=${ARCHIVE_VERIFY_HARNESS_ARGS:---no-compile --time-budget 2}
 export ARCHIVE_VERIFY_TIMEOUT_S=${ARCHIVE_VERIFY_TIMEOUT_S:-600}
 # The judge pins itself to the first reserved CPU and its runner to the second while timing
@@ -200,6 +201,9 @@ done
 tar czf "$OUT/results.tgz" -C "$work" --exclude='*.log' data
 # The samples and logs in one file: a call brings back only so many files (8 on 2026-12-01, when
 # summary.txt and worker.json were the ones left out).
-tar czf "$OUT/logs.tgz" -C "$work" gpu_samples.csv loadavg.txt ps.txt.gz consumer.log bench.log
+logs=""
+for f in gpu_samples.csv loadavg.txt ps.txt.gz consumer.log bench.log; do [ -f "$work/$f" ] && logs="$logs $f"; done
+# shellcheck disable=SC2086
+tar czf "$OUT/logs.tgz" -C "$work" $logs
 echo "done at $(elapsed) s"
 exit $status
