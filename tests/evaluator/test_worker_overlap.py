@@ -128,11 +128,15 @@ def test_the_worker_keeps_the_timing_cpus_free_and_names_them_to_the_judges(monk
     assert services.worker_keep_timing_cpus_free("") == []
 
 
-def test_the_worker_gives_each_judge_the_cpu_threads_its_setting_says(monkeypatch):
+def test_the_worker_gives_each_judge_the_cpu_threads_its_setting_says(monkeypatch, settings):
+    from evaluator import tasks
+
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    services.worker_limit_judge_threads(0)  # 0: torch's own default, nothing set
+    settings.VERIFY_JUDGE_CPU_THREADS = 0  # 0: torch's own default, nothing set
+    tasks.limit_judge_threads()  # what the consumer runs when it starts
     assert "OMP_NUM_THREADS" not in bundle_run._harness_env("builds")
-    services.worker_limit_judge_threads(1)
+    settings.VERIFY_JUDGE_CPU_THREADS = 1
+    tasks.limit_judge_threads()
     env = bundle_run._harness_env("builds")
     assert env["OMP_NUM_THREADS"] == "1"
     # torch in a process started with the judge's environment takes it
