@@ -3,7 +3,7 @@ each call's bench_worker summary and runs, and, from the last call's database, e
 verification (verdict, flags, speedups and their clock, the judge's own GPU-lock report, the ncu
 profile's launches, the lint's outcome) beside the earlier judge fixtures' verdict of the same
 row; optionally scripts/gpu_ncu_cost_probe.py's ncu_cost.json, scripts/gpu_judge_cpu_probe.py's
-judge_cpu.json files and the last call's cpu_by_process.txt.
+judge_cpu.json files and the last call's CPU by kind of process (from its ps snapshots).
 
     python3 scripts/worker_campaign_fixture.py --call DIR [--call DIR ...] [--probe ncu_cost.json]
         [--judge-probe judge_cpu.json ...] [--earlier tests/fixtures/h200/sample_judge_2_1.json ...]
@@ -13,11 +13,14 @@ Each DIR holds worker.json and results.tgz (the call's database). Kernel ids are
 import of the shared sample: id = row index + 1, checked against the earlier fixtures' names.
 """
 import argparse
+import gzip
 import json
 import sqlite3
 import tarfile
 import tempfile
 from pathlib import Path
+
+import worker_cpu_by_process  # beside this script
 
 SUMMARY_KEYS = ("queued", "kernels", "wall_s", "kernels_per_hour", "deadline_s", "finished_s", "first_result_s",
                 "threads_per_gpu", "lint_workers", "timing_cpus", "status_counts", "still_open",
@@ -93,18 +96,29 @@ def judge_probe(path: Path) -> dict:
     return doc
 
 
-def cpu_by_process(path: Path) -> list[dict]:
-    """scripts/worker_cpu_by_process.py's table: kind, CPU s, processes, share, CPU s a kernel."""
-    rows = []
-    for line in path.read_text().splitlines()[1:]:
-        if line.split()[:1] == ["all"]:
-            _, cpu, per_kernel = line.split()
-            rows.append({"kind": "all", "cpu_s": float(cpu), "cpu_s_per_kernel": float(per_kernel)})
-        elif "%" in line:
-            kind, cpu, processes, share, per_kernel = line.rsplit(None, 4)
-            rows.append({"kind": kind.strip(), "cpu_s": float(cpu), "processes": int(processes),
-                         "share_percent": float(share.rstrip("%")), "cpu_s_per_kernel": float(per_kernel)})
-    return rows
+TOP_KINDS = 20  # as scripts/worker_cpu_by_process.py prints them; "all" counts every kind
+
+
+def cpu_by_process(folder: Path, kernels: int) -> list[dict] | None:
+    """The call's CPU by kind of process (scripts/worker_cpu_by_process.py) from its ps snapshots:
+    ps.txt.gz in the folder or in its logs.tgz; None when the call has neither."""
+    snapshots = folder / "ps.txt.gz"
+    if not snapshots.exists() and (folder / "logs.tgz").exists():
+        with tarfile.open(folder / "logs.tgz") as tar:
+            member = next((m for m in tar.getmembers() if m.name == "ps.txt.gz"), None)
+            if member is None:
+                return None
+            text = gzip.decompress(tar.extractfile(member).read()).decode(errors="replace")
+    elif snapshots.exists():
+        text = gzip.decompress(snapshots.read_bytes()).decode(errors="replace")
+    else:
+        return None
+    totals = worker_cpu_by_process.by_kind(worker_cpu_by_process.read_snapshots(text.splitlines()))
+    grand = sum(cpu for cpu, _ in totals.values()) or 1
+    rows = [{"kind": kind, "cpu_s": cpu, "processes": count, "share_percent": round(100 * cpu / grand, 1),
+             "cpu_s_per_kernel": round(cpu / kernels, 1)}
+            for kind, (cpu, count) in sorted(totals.items(), key=lambda item: -item[1][0])[:TOP_KINDS]]
+    return rows + [{"kind": "all", "cpu_s": grand, "cpu_s_per_kernel": round(grand / kernels, 1)}]
 
 
 def main(argv=None) -> int:
@@ -121,8 +135,9 @@ def main(argv=None) -> int:
         fixture["ncu_probe"] = json.loads(args.probe.read_text())["kernels"]
     if args.judge_probe:
         fixture["judge_cpu_probes"] = [judge_probe(path) for path in args.judge_probe]
-    if (args.call[-1] / "cpu_by_process.txt").exists():
-        fixture["cpu_by_process"] = cpu_by_process(args.call[-1] / "cpu_by_process.txt")
+    cpu = cpu_by_process(args.call[-1], fixture["calls"][-1]["summary"]["kernels"] or 1)
+    if cpu is not None:
+        fixture["cpu_by_process"] = cpu
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(args.call[-1] / "results.tgz") as tar:
             tar.extractall(tmp, filter="data")
