@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 
 from evaluator.verification_import import verification_import_file
 from evaluator.verification_results import fields_from_result
@@ -15,10 +16,27 @@ from kernels.services import archive_import_file
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "h200"
 SAMPLE_RECORDS = REPO / "evaluator" / "h200_results" / "sample_subset_h200.jsonl"
+# Every H200 run of the sample: the earlier campaigns', the judge 2.1.0's and 2.2.0's, and the
+# worker's 86 harness 2.4.0 and 42 harness 2.4.1 runs.
+SAMPLE_RECORD_COUNT = 328
 
 
 def load(name):
     return json.loads((FIXTURES / name).read_text())
+
+
+def sample_records_of(version):
+    """The shipped signed records of the sample made by this harness version."""
+    return [record for record in map(json.loads, SAMPLE_RECORDS.read_text().splitlines())
+            if record["harness"]["version"] == version]
+
+
+def import_sample_with_its_records(sample_path):
+    """A fresh site's import of the shared sample, then of every shipped H200 record of it."""
+    cache.clear()
+    archive_import_file(path=sample_path, hardware="NVIDIA H100")
+    summary = verification_import_file(path=SAMPLE_RECORDS)
+    assert (summary.added, summary.by_origin) == (SAMPLE_RECORD_COUNT, {"imported": SAMPLE_RECORD_COUNT})
 
 
 def blocking(doc):
@@ -96,10 +114,7 @@ def rerun_by_the_worker() -> dict[tuple[int, str], dict]:
 
 @pytest.mark.django_db
 def test_the_signed_records_load_and_the_judge_2_1_runs_are_the_latest_unless_rerun(sample_path):
-    archive_import_file(path=sample_path, hardware="NVIDIA H100")
-    summary = verification_import_file(path=SAMPLE_RECORDS)
-    # With the judge 2.2.0 rows, the worker's 86 harness 2.4.0 runs and its 42 2.4.1 runs.
-    assert (summary.added, summary.by_origin) == (328, {"imported": 328})
+    import_sample_with_its_records(sample_path)
     # Names repeat within a level in the sample; a record names its kernel by code sha256.
     rows = {(row["level"], row["kernel"], row["document"]["verdict"]) for row in load("sample_judge_2_1.json")["rows"]}
     judged = [json.loads(line) for line in SAMPLE_RECORDS.read_text().splitlines()

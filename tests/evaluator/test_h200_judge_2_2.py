@@ -6,15 +6,13 @@ import json
 import re
 
 import pytest
-from django.core.cache import cache
 
-from evaluator.verification_import import verification_import_file
 from evaluator.verification_records import key_id_of, public_key_from_text
 from evaluator.verification_results import fields_from_result
 from kernels.models import Kernel, Verification
-from kernels.services import archive_import_file
 
-from tests.evaluator.test_h200_judge_2_1 import FIXTURES, REPO, SAMPLE_RECORDS, blocking, load, rerun_by_the_worker
+from tests.evaluator.test_h200_judge_2_1 import (FIXTURES, REPO, SAMPLE_RECORDS, blocking, import_sample_with_its_records,
+                                                 load, rerun_by_the_worker, sample_records_of)
 
 DEMO_RECORDS = REPO / "evaluator" / "h200_results" / "demo_archive_h200.jsonl"
 PER_CALL_INPUTS = "get_inputs() on the GPU under a new seed per call"
@@ -168,14 +166,9 @@ def test_every_shipped_record_is_signed_by_the_trusted_project_key():
 
 @pytest.mark.django_db
 def test_the_signed_records_load_and_the_judge_2_2_runs_are_the_latest_unless_rerun(sample_path, client):
-    cache.clear()
-    archive_import_file(path=sample_path, hardware="NVIDIA H100")
-    summary = verification_import_file(path=SAMPLE_RECORDS)
-    # With the worker's 86 2.4.0 runs and 42 2.4.1 runs.
-    assert (summary.added, summary.by_origin) == (328, {"imported": 328})
+    import_sample_with_its_records(sample_path)
     rows = {(row["level"], row["kernel"], row["document"]["verdict"]) for row in load("sample_judge_2_2.json")["rows"]}
-    judged = [json.loads(line) for line in SAMPLE_RECORDS.read_text().splitlines()
-              if json.loads(line)["harness"]["version"] == "2.2.0"]
+    judged = sample_records_of("2.2.0")
     assert len(judged) == 46
     rerun = rerun_by_the_worker()
     latest_versions, changed = {}, {}

@@ -7,15 +7,12 @@ import json
 import re
 
 import pytest
-from django.core.cache import cache
 
-from evaluator.verification_import import verification_import_file
 from evaluator.verification_records import load_trusted_keys, signature_is_valid
 from evaluator.verification_results import fields_from_result
 from kernels.models import Kernel, Verification
-from kernels.services import archive_import_file
 
-from tests.evaluator.test_h200_judge_2_1 import FIXTURES, REPO, SAMPLE_RECORDS, load
+from tests.evaluator.test_h200_judge_2_1 import FIXTURES, REPO, import_sample_with_its_records, load, sample_records_of
 from tests.evaluator.test_h200_judge_2_2 import code_quoted_in
 
 HARNESS_SHA256 = "f2e01db4b0774d553edced47effaede368356774f05274807ea38b595a4e46f6"
@@ -23,11 +20,6 @@ HARNESS_SHA256 = "f2e01db4b0774d553edced47effaede368356774f05274807ea38b595a4e46
 
 def worker_rows():
     return load("sample_worker_2_4_0.json")["rows"]
-
-
-def records_2_4_0():
-    return [record for record in map(json.loads, SAMPLE_RECORDS.read_text().splitlines())
-            if record["harness"]["version"] == "2.4.0"]
 
 
 def test_86_rows_finished_with_harness_2_4_0_and_the_other_16_did_not():
@@ -90,23 +82,18 @@ def check_signed_worker_records(records, fixture_rows, version, harness_sha256):
 
 
 def test_the_86_runs_are_signed_records_that_check_against_the_shipped_key():
-    records = records_2_4_0()
+    records = sample_records_of("2.4.0")
     assert len(records) == 86
     check_signed_worker_records(records, worker_rows(), "2.4.0", HARNESS_SHA256)
 
 
 @pytest.mark.django_db
 def test_after_the_import_each_of_the_86_kernels_shows_its_2_4_0_run_unless_2_4_1_reran_it(sample_path, client):
-    cache.clear()
-    archive_import_file(path=sample_path, hardware="NVIDIA H100")
-    summary = verification_import_file(path=SAMPLE_RECORDS)
-    # With the worker's 42 harness 2.4.1 runs, later the same day.
-    assert (summary.added, summary.by_origin) == (328, {"imported": 328})
-    records = records_2_4_0()
+    import_sample_with_its_records(sample_path)
+    records = sample_records_of("2.4.0")
     assert len(records) == 86
     rerun = {(record["kernel"]["level"], record["kernel"]["code_sha256"])
-             for record in map(json.loads, SAMPLE_RECORDS.read_text().splitlines())
-             if record["harness"]["version"] == "2.4.1"}
+             for record in sample_records_of("2.4.1")}
     latest_versions = {}
     for record in records:
         kernel = Kernel.objects.get(code_sha256=record["kernel"]["code_sha256"], task__level=record["kernel"]["level"])

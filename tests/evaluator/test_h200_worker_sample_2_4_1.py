@@ -2,18 +2,14 @@
 through the worker"): the full documents of its 42 runs read from the worker's database
 (tests/fixtures/h200/sample_worker_2_4_1.json, scripts/h200_worker_sample_fixture.py), the
 signed records made from them, and those runs being what the kernels' pages show."""
-import json
 import re
 
 import pytest
-from django.core.cache import cache
 
-from evaluator.verification_import import verification_import_file
 from evaluator.verification_results import fields_from_result
 from kernels.models import Kernel, Verification
-from kernels.services import archive_import_file
 
-from tests.evaluator.test_h200_judge_2_1 import SAMPLE_RECORDS, load
+from tests.evaluator.test_h200_judge_2_1 import import_sample_with_its_records, load, sample_records_of
 from tests.evaluator.test_h200_judge_2_2 import code_quoted_in
 from tests.evaluator.test_h200_worker_sample_2_4_0 import check_signed_worker_records
 
@@ -27,11 +23,6 @@ CHANGED = "load_balanced_tile_allocation_base"
 
 def worker_rows():
     return load("sample_worker_2_4_1.json")["rows"]
-
-
-def records_2_4_1():
-    return [record for record in map(json.loads, SAMPLE_RECORDS.read_text().splitlines())
-            if record["harness"]["version"] == "2.4.1"]
 
 
 def flags(doc):
@@ -107,18 +98,15 @@ def test_the_fixture_names_kernels_but_holds_none_of_their_code(sample_rows):
 
 
 def test_the_42_runs_are_signed_records_that_check_against_the_shipped_key():
-    records = records_2_4_1()
+    records = sample_records_of("2.4.1")
     assert len(records) == 42
     check_signed_worker_records(records, worker_rows(), "2.4.1", HARNESS_SHA256)
 
 
 @pytest.mark.django_db
 def test_after_the_import_each_of_the_42_kernels_shows_its_2_4_1_run(sample_path, client):
-    cache.clear()
-    archive_import_file(path=sample_path, hardware="NVIDIA H100")
-    summary = verification_import_file(path=SAMPLE_RECORDS)
-    assert (summary.added, summary.by_origin) == (328, {"imported": 328})
-    records = records_2_4_1()
+    import_sample_with_its_records(sample_path)
+    records = sample_records_of("2.4.1")
     assert len(records) == 42
     earlier_versions = {}
     for record in records:
