@@ -100,7 +100,10 @@ class TreeWatch(threading.Thread):
 def measured(argv, env, cwd):
     """Run ``argv`` to its end: wall seconds, user and system CPU of it and what it reaped."""
     started = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # stderr to a file, not a pipe: nothing reads a pipe until the process ends, and a full one
+    # (torch's warnings) would stop it
+    err = tempfile.TemporaryFile()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
     watch = TreeWatch(proc.pid)
     watch.start()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -110,7 +113,15 @@ def measured(argv, env, cwd):
     return {"wall_s": round(time.monotonic() - started, 2), "user_s": round(usage.ru_utime, 2),
             "system_s": round(usage.ru_stime, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
             "exit": proc.returncode, "most_processes": watch.most, "cpu_by_name": watch.by_name(),
-            "stderr_tail": proc.stderr.read().decode(errors="replace")[-600:]}
+            "stderr_tail": _tail(err)}
+
+
+def _tail(fh, size=600):
+    fh.seek(0, os.SEEK_END)
+    fh.seek(max(0, fh.tell() - size))
+    text = fh.read().decode(errors="replace")
+    fh.close()
+    return text
 
 
 def in_this_process(step):
