@@ -126,7 +126,7 @@ def run_clang_tidy(source: str, *, kind: str, cpu_limit_s: float = CPU_LIMIT_S, 
             # beside it hold the GPU (LINT_NICE).
             done = subprocess.run(
                 command, cwd=work, capture_output=True, text=True, errors="replace", timeout=timeout_s,
-                env=_tool_env(), start_new_session=True, preexec_fn=lambda: _lower_priority(cpu_limit_s),
+                env=_tool_env(), start_new_session=True, preexec_fn=lambda: _niced_with_cpu_limit(cpu_limit_s),
             )
         except subprocess.TimeoutExpired as exc:
             return {
@@ -136,7 +136,7 @@ def run_clang_tidy(source: str, *, kind: str, cpu_limit_s: float = CPU_LIMIT_S, 
             }
         except OSError as exc:
             return {"stdout": "", "stderr": f"clang-tidy could not run: {exc}\n", "errored": True}
-    if done.returncode == -signal.SIGXCPU:  # the CPU limit (_lower_priority)
+    if done.returncode == -signal.SIGXCPU:  # the CPU limit (_niced_with_cpu_limit)
         return {"stdout": _relative(done.stdout, work),
                 "stderr": f"clang-tidy used more than {cpu_limit_s:g} s of CPU and was stopped\n", "errored": True}
     if done.returncode == -signal.SIGKILL:  # the CPU limit's hard stop, or the system (out of memory)
@@ -203,7 +203,7 @@ class _LintCache:
 LINT_NICE = 10
 
 
-def _lower_priority(cpu_limit_s: float) -> None:
+def _niced_with_cpu_limit(cpu_limit_s: float) -> None:
     try:
         os.nice(LINT_NICE)
     except OSError:
