@@ -158,6 +158,9 @@ VERIFY_REFRESH_PROFILES = env.boolean("ARCHIVE_VERIFY_REFRESH_PROFILES", True)
 VERIFY_PROFILE_PASSED_ONLY = env.boolean("ARCHIVE_VERIFY_PROFILE_PASSED_ONLY", True)
 # clang-tidy runs on a pool of its own, beside the builds and GPU runs (docs/worker.md).
 VERIFY_LINT_WORKERS = env.integer("ARCHIVE_VERIFY_LINT_WORKERS", 4)
+# Builds and lints at once per worker process, taken in the order their jobs started (0: one per
+# CPU the worker may use), so the first jobs' builds end first (evaluator/worker_cpu_jobs.py).
+VERIFY_CPU_JOBS = env.integer("ARCHIVE_VERIFY_CPU_JOBS", 0)
 # CPU threads for the torch of each judge, runner and profile driver the worker starts
 # (OMP_NUM_THREADS; 0 keeps torch's default, one per CPU). Their CPU work is checking outputs;
 # with many verifications at once on a host, more threads only spin (docs/worker.md).

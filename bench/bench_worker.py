@@ -174,12 +174,14 @@ def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0, deadline
                                                             profiles__origin="worker").count(),
         "clang_tidy_profiles_errored": Profile.objects.filter(kernel_id__in=kernel_ids, kind="clang_tidy",
                                                               origin="worker", parsed__errored=True).count(),
-        "phases": {name: phase(name) for name in ("build_s", "device_wait_s", "alone_s", "run_s", "ncu_s",
+        "phases": {name: phase(name) for name in ("build_wait_s", "build_s", "lint_wait_s", "device_wait_s", "alone_s", "run_s", "ncu_s",
                                                   "ncu_after_run_s", "clang_tidy_s", "clang_tidy_wait_s",
                                                   "gpu_binary_s")},
         "first_result_s": round(min((r["finished_at"].timestamp() for r in runs if r["finished_at"]),
                                     default=started_at) - started_at, 1) if runs else None,
-        "lint_workers": settings.VERIFY_LINT_WORKERS, "timing_cpus": settings.VERIFY_TIMING_CPUS or None,
+        "lint_workers": settings.VERIFY_LINT_WORKERS, "cpu_jobs": settings.VERIFY_CPU_JOBS or "one per CPU",
+        "harness_args": " ".join(settings.VERIFY_HARNESS_ARGS),
+        "timing_cpus": settings.VERIFY_TIMING_CPUS or None,
         "started_at": started_at,
         # When each run finished, from the start: the rate in any window (the steady state after
         # the cold start's builds) can be read off it.

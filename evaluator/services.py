@@ -10,6 +10,7 @@ one conditional UPDATE, so a job delivered twice runs once. A worker killed mid-
 heartbeating; `verification_recover_stalled` puts such a row back in the queue once (a
 second death records an error), so a job is never lost and never recorded twice.
 """
+import contextlib
 import logging
 import os
 import socket
@@ -31,6 +32,7 @@ from verifier.bundle import bundle_sha256
 from .kernel_bundles import bundle_for_kernel
 from .worker_profiles import profile_refresh_clang_tidy, profile_refresh_gpu_binary, profile_store_ncu
 from .verification_results import fields_from_result
+from .worker_cpu_jobs import worker_cpu_jobs
 
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 2  # the first run and one retry after a worker died
@@ -85,9 +87,12 @@ def verification_run(*, verification_id: int) -> Verification | None:
         log.info("verification %s is not queued any more; skipping", verification_id)
         return None
     verification = Verification.objects.select_related("kernel__task").get(id=verification_id)
+    cpu_jobs = worker_cpu_jobs(settings.VERIFY_CPU_JOBS)
+    ticket = cpu_jobs.ticket()  # this job's build and lint go before those of later jobs
     with _Heartbeat(verification_id):
-        lint = _lint_in_background(verification.kernel_id) if settings.VERIFY_REFRESH_PROFILES else None
-        run, sha = _run_bundle_of(verification.kernel)
+        lint = _lint_in_background(verification.kernel_id, lambda: cpu_jobs.held(ticket)) \
+            if settings.VERIFY_REFRESH_PROFILES else None
+        run, sha = _run_bundle_of(verification.kernel, build_slot=lambda: cpu_jobs.held(ticket))
         if settings.VERIFY_REFRESH_PROFILES:  # before the result, so a finished run has its profiles
             _refresh_profiles(verification.kernel_id, run, lint)
             _refresh_gpu_binary(verification.kernel_id, run)
@@ -171,7 +176,7 @@ def _refresh_profiles(kernel_id: int, run, lint) -> None:
         profile_store_ncu(kernel_id=kernel_id, raw_text=run.ncu["raw_text"], parsed=run.ncu["parsed"])
     started = time.monotonic()
     try:
-        run.phases["clang_tidy_s"] = lint.result()
+        run.phases["lint_wait_s"], run.phases["clang_tidy_s"] = lint.result()
     except Exception:
         log.exception("clang-tidy refresh of kernel %s failed", kernel_id)
     run.phases["clang_tidy_wait_s"] = round(time.monotonic() - started, 3)
@@ -193,29 +198,33 @@ _lint_pool = None
 _lint_pool_guard = threading.Lock()
 
 
-def _lint_in_background(kernel_id: int):
+def _lint_in_background(kernel_id: int, cpu_slot):
     """Lint on the worker's lint pool (ARCHIVE_VERIFY_LINT_WORKERS threads), from the start of
     the job: clang-tidy needs only the source, so it runs beside the build and the GPU runs
-    instead of after them, and never holds a verification thread. Returns a future of the
-    lint's seconds."""
+    instead of after them, and never holds a verification thread. ``cpu_slot()``: the context
+    the lint runs in (a place among the worker's CPU jobs). Returns a future of the lint's seconds."""
     global _lint_pool
     with _lint_pool_guard:
         if _lint_pool is None:
             _lint_pool = ThreadPoolExecutor(max_workers=settings.VERIFY_LINT_WORKERS, thread_name_prefix="lint")
-    return _lint_pool.submit(_lint, kernel_id)
+    return _lint_pool.submit(_lint, kernel_id, cpu_slot)
 
 
-def _lint(kernel_id: int) -> float:
+def _lint(kernel_id: int, cpu_slot) -> tuple[float, float]:
+    """(seconds waiting for a place among the CPU jobs, seconds linting)."""
     started = time.monotonic()
     try:
-        profile_refresh_clang_tidy(kernel_id=kernel_id)
+        with cpu_slot():
+            waited = time.monotonic() - started
+            profile_refresh_clang_tidy(kernel_id=kernel_id)
     finally:
         close_old_connections()  # this pool thread's connection, not a verification's
-    return round(time.monotonic() - started, 3)
+    return round(waited, 3), round(time.monotonic() - started - waited, 3)
 
 
-def _run_bundle_of(kernel: Kernel):
-    """Build the kernel's bundle and run it the way a user would; failures become results."""
+def _run_bundle_of(kernel: Kernel, build_slot=contextlib.nullcontext):
+    """Build the kernel's bundle and run it the way a user would; failures become results.
+    ``build_slot()``: the context its build step runs in."""
     from verifier.bundle_run import BundleRun, run_bundle
 
     try:
@@ -227,7 +236,7 @@ def _run_bundle_of(kernel: Kernel):
         memory_limit_mb=settings.VERIFY_MEMORY_LIMIT_MB, work_root=settings.DATA_DIR / "worker",
         build_dir=settings.BUILD_CACHE_DIR, harness_args=settings.VERIFY_HARNESS_ARGS,
         lock_dir=settings.DATA_DIR / "worker" / "device_locks", profile_ncu=settings.VERIFY_REFRESH_PROFILES,
-        profile_passed_only=settings.VERIFY_PROFILE_PASSED_ONLY,
+        profile_passed_only=settings.VERIFY_PROFILE_PASSED_ONLY, build_slot=build_slot,
     )
     return run, bundle_sha256(bundle)
 

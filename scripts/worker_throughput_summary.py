@@ -4,8 +4,9 @@
 """
 import json
 import sys
+from datetime import datetime
 
-PHASES = ("build_s", "run_s", "device_wait_s", "alone_s", "ncu_s", "ncu_after_run_s", "clang_tidy_s",
+PHASES = ("build_wait_s", "build_s", "lint_wait_s", "run_s", "device_wait_s", "alone_s", "ncu_s", "ncu_after_run_s", "clang_tidy_s",
           "clang_tidy_wait_s", "gpu_binary_s")
 
 
@@ -18,6 +19,28 @@ def later_half_rate(doc: dict) -> str:
     half = deadline / 2
     count = sum(1 for t in finished if half <= t <= deadline)
     return "%s/h (%d kernels finished between %.0f and %.0f s)" % (round(3600 * count / half, 1), count, half, deadline)
+
+
+def full_queue_window(doc: dict):
+    """(kernels, from_s, to_s): the kernels finished between the first result and the start of the
+    last job, while every thread had a job and more waited: the rate a campaign longer than the call
+    keeps, without the cold start or the drain at the end. None when the window is empty."""
+    finished, started_at = sorted(doc.get("finished_s") or []), doc.get("started_at")
+    starts = [datetime.fromisoformat(str(run["started_at"])).timestamp() - started_at
+              for run in doc.get("runs") or [] if run.get("started_at")]
+    if not finished or not starts or started_at is None or max(starts) <= finished[0]:
+        return None
+    begin, end = finished[0], max(starts)
+    return sum(1 for t in finished if begin < t <= end), begin, end
+
+
+def full_queue_rate(doc: dict) -> str:
+    window = full_queue_window(doc)
+    if window is None:
+        return "no window (the queue emptied before the first result)"
+    count, begin, end = window
+    return "%s/h (%d kernels finished between %.0f and %.0f s)" % (round(3600 * count / (end - begin), 1), count,
+                                                                    begin, end)
 
 
 def summary(doc: dict) -> str:
@@ -33,6 +56,7 @@ def summary(doc: dict) -> str:
             doc["ncu_profiles_stored"], doc["clang_tidy_profiles_stored"], doc["clang_tidy_profiles_errored"]),
         "finished at (s from the start): %s" % " ".join(str(t) for t in doc.get("finished_s") or []),
         "after the cold start: %s" % later_half_rate(doc),
+        "while the queue was full (first result to the last job's start): %s" % full_queue_rate(doc),
         "phase medians (s): " + ", ".join("%s %s" % (name, (doc["phases"].get(name) or {}).get("median"))
                                           for name in PHASES),
         "",

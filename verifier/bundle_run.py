@@ -16,6 +16,7 @@ after the measuring run instead, and only for a kernel that passed (as the publi
 keeps no profile of an incorrect kernel): no ncu window for the rest, which one GPU's worker
 spends most of its time alone on (docs/worker.md; not yet measured on the GPU).
 """
+import contextlib
 import io
 import json
 import os
@@ -46,7 +47,7 @@ BUILD_NICE = 10
 class BundleRun:
     result: dict  # the harness document, or the sandbox's failure document
     ncu: dict | None = None  # gpu_profiles.ncu_profile's answer, when asked for and possible
-    # seconds: build_s, run_s, device_wait_s (queueing for the GPU), alone_s (holding it alone), ncu_s
+    # seconds: build_wait_s (for the worker's turn to build), build_s, run_s, device_wait_s (queueing for the GPU), alone_s (holding it alone), ncu_s
     # (the profile, started with the run), ncu_after_run_s (how long the run then waited for it)
     phases: dict = field(default_factory=dict)
 
@@ -74,9 +75,11 @@ def unpack_bundle(bundle: bytes, into: Path) -> None:
 def run_bundle(
     bundle: bytes, *, device: str, seeds: str, timeout_s: float, memory_limit_mb: int | None,
     work_root: Path, build_dir: Path, harness_args: tuple[str, ...] = (), lock_dir: Path | None = None,
-    profile_ncu: bool = False, profile_passed_only: bool = False,
+    profile_ncu: bool = False, profile_passed_only: bool = False, build_slot=contextlib.nullcontext,
 ) -> BundleRun:
-    """Build, then verify (and optionally ncu-profile) this bundle's kernel, sharing the device with other runs."""
+    """Build, then verify (and optionally ncu-profile) this bundle's kernel, sharing the device with other runs.
+    ``build_slot()`` is the context the build step runs in (the worker's turn among its CPU jobs);
+    ``phases['build_wait_s']`` is how long the build waited for it."""
     device = resolve_device(device)
     work_root = Path(work_root)
     work_root.mkdir(parents=True, exist_ok=True)
@@ -97,7 +100,10 @@ def run_bundle(
             return result
 
         started = time.monotonic()
-        built = isolated(command + ["--build-only"], nice=BUILD_NICE)
+        with build_slot():
+            phases["build_wait_s"] = round(time.monotonic() - started, 3)
+            started = time.monotonic()
+            built = isolated(command + ["--build-only"], nice=BUILD_NICE)
         phases["build_s"] = round(time.monotonic() - started, 3)
         if built.get("verdict") != "built":  # did not build (or could not be judged): that is the result
             return BundleRun(result=built, phases=phases)

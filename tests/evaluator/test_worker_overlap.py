@@ -102,7 +102,7 @@ def test_clang_tidy_lints_on_its_own_pool_beside_the_run_and_the_result_waits_fo
     kernel = make_kernel(make_task())
     verification = Verification.objects.create(kernel=kernel)
     line = Timeline()
-    monkeypatch.setattr(services, "_run_bundle_of", lambda k: (
+    monkeypatch.setattr(services, "_run_bundle_of", lambda k, **kwargs: (
         line.step("run", 0.5, BundleRun(result={"verdict": "passed", "trials": []}, phases={})), "sha"))
     monkeypatch.setattr(services, "profile_refresh_clang_tidy", lambda kernel_id: line.step("lint", 0.3))
     services.verification_run(verification_id=verification.id)
