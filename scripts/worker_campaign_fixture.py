@@ -1,9 +1,11 @@
 """A test fixture from a worker campaign's returned files (scripts/gpu_worker_throughput_h200.sh):
-each call's bench_worker summary and runs, and, from the last call's database, every finished
-verification (verdict, flags, speedups and their clock, the judge's own GPU-lock report, the ncu
-profile's launches, the lint's outcome) beside the earlier judge fixtures' verdict of the same
-row; optionally scripts/gpu_ncu_cost_probe.py's ncu_cost.json, scripts/gpu_judge_cpu_probe.py's
-judge_cpu.json files and the last call's CPU by kind of process (from its ps snapshots).
+each call's bench_worker summary and runs, its CPU by kind of process (from its ps snapshots) and,
+from its database, every finished verification (verdict, flags, speedups and their clock, the
+judge's own GPU-lock report, the ncu profile's launches, the lint's outcome) beside the earlier
+fixtures' verdict of the same row (the last of them that has the row: name them oldest first);
+optionally scripts/gpu_ncu_cost_probe.py's ncu_cost.json and scripts/gpu_judge_cpu_probe.py's
+judge_cpu.json files. (Fixtures made before harness 2.4.1's CPU-jobs runs kept the CPU and the
+verifications of the last call only, at the top level.)
 
     python3 scripts/worker_campaign_fixture.py --call DIR [--call DIR ...] [--probe ncu_cost.json]
         [--judge-probe judge_cpu.json ...] [--earlier tests/fixtures/h200/sample_judge_2_1.json ...]
@@ -22,17 +24,25 @@ from pathlib import Path
 
 import worker_cpu_by_process  # beside this script
 
-SUMMARY_KEYS = ("queued", "kernels", "wall_s", "kernels_per_hour", "deadline_s", "finished_s", "first_result_s",
-                "threads_per_gpu", "lint_workers", "timing_cpus", "status_counts", "still_open",
+SUMMARY_KEYS = ("queued", "kernels", "wall_s", "started_at", "kernels_per_hour", "deadline_s", "finished_s", "first_result_s",
+                "threads_per_gpu", "lint_workers", "cpu_jobs", "harness_args", "timing_cpus", "status_counts", "still_open",
                 "runs_attempted_more_than_once", "kernels_recorded_twice", "ncu_profiles_stored",
                 "clang_tidy_profiles_stored", "clang_tidy_profiles_errored", "phases")
 
 
-def call_entry(folder: Path) -> dict:
+def call_entry(folder: Path, earlier: dict) -> dict:
     doc = json.loads((folder / "worker.json").read_text())
-    return {"summary": {key: doc.get(key) for key in SUMMARY_KEYS},
-            "runs": [dict(run, started_at=str(run["started_at"]), finished_at=str(run["finished_at"]))
-                     for run in doc["runs"]]}
+    entry = {"summary": {key: doc.get(key) for key in SUMMARY_KEYS},
+             "runs": [dict(run, started_at=str(run["started_at"]), finished_at=str(run["finished_at"]))
+                      for run in doc["runs"]]}
+    cpu = cpu_by_process(folder, doc.get("kernels") or 1)
+    if cpu is not None:
+        entry["cpu_by_process"] = cpu
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(folder / "results.tgz") as tar:
+            tar.extractall(tmp, filter="data")
+        entry["verifications"] = verifications(Path(tmp) / "data" / "archive.sqlite3", earlier)
+    return entry
 
 
 def flag_names(flags) -> list[str]:
@@ -130,22 +140,15 @@ def main(argv=None) -> int:
     parser.add_argument("--about", required=True)
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
-    fixture = {"about": args.about, "calls": [call_entry(folder) for folder in args.call]}
+    earlier = earlier_verdicts(args.earlier)
+    fixture = {"about": args.about, "calls": [call_entry(folder, earlier) for folder in args.call]}
     if args.probe:
         fixture["ncu_probe"] = json.loads(args.probe.read_text())["kernels"]
     if args.judge_probe:
         fixture["judge_cpu_probes"] = [judge_probe(path) for path in args.judge_probe]
-    cpu = cpu_by_process(args.call[-1], fixture["calls"][-1]["summary"]["kernels"] or 1)
-    if cpu is not None:
-        fixture["cpu_by_process"] = cpu
-    with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(args.call[-1] / "results.tgz") as tar:
-            tar.extractall(tmp, filter="data")
-        fixture["verifications"] = verifications(Path(tmp) / "data" / "archive.sqlite3",
-                                                 earlier_verdicts(args.earlier))
     args.out.write_text(json.dumps(fixture, indent=1, sort_keys=True) + "\n")
-    print(f"{args.out}: {len(fixture['calls'])} calls, {len(fixture['verifications'])} verifications, "
-          f"{args.out.stat().st_size} bytes")
+    print(f"{args.out}: {len(fixture['calls'])} calls, "
+          f"{sum(len(call['verifications']) for call in fixture['calls'])} verifications, {args.out.stat().st_size} bytes")
     return 0
 
 
