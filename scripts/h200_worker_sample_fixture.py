@@ -7,8 +7,8 @@ sqlite3, read-only.
     python scripts/h200_worker_sample_fixture.py --db DATA/archive.sqlite3 \\
         --out tests/fixtures/h200/FIXTURE.json --about TEXT --harness VERSION [--sample ROWS.jsonl]
 
-(it made sample_worker_2_4_0.json with --harness 2.4.0 and sample_worker_2_4_1.json with
---harness 2.4.1).
+(it made sample_worker_2_4_0.json with --harness 2.4.0, and sample_worker_2_4_1.json and
+sample_worker_2_4_1_b.json, two calls' databases, with --harness 2.4.1).
 
 The database must hold a fresh import of the sample alone (the worker fixtures' convention:
 kernel id = the row's position + 1). Documents are trimmed as scripts/gpu_sample_reverify.py

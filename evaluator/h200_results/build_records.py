@@ -15,9 +15,12 @@ names and sha256s, never code):
   sample_judge_2_2.json (the same for the judge 2.2.0: the 46 rows the 2.1.0 calls had not
   reached; quoted source lines left out of compiler logs), sample_worker_2_4_0.json (the same
   for harness 2.4.0 run by the site's worker: 86 rows, read from its database by
-  scripts/h200_worker_sample_fixture.py) and sample_worker_2_4_1.json (the same for harness
-  2.4.1 through the worker: 42 rows, ids 13-26, 47-60, 81-94); each kernel's latest run is its
-  2.4.1 run where it has one, else its 2.4.0 run where it has one.
+  scripts/h200_worker_sample_fixture.py), sample_worker_2_4_1.json (the same for harness
+  2.4.1 through the worker: 42 rows, ids 13-26, 47-60, 81-94) and sample_worker_2_4_1_b.json
+  (2.4.1 through the worker, a later call: the other 60 rows, ids 1-12, 27-46, 61-80, 95-102).
+  Every row of the sample has a 2.4.1 run, and each kernel's latest run (by `verified_at`,
+  what its page shows) is its newest 2.4.1 run: the build stops if a kernel with a 2.4.1 run
+  has a later run of another version.
 Outputs beside this file: demo_archive_h200.jsonl and sample_subset_h200.jsonl.
 
 The key signs as "kernel-archive project (H200 campaigns)"; its public half goes into
@@ -28,6 +31,7 @@ commits the records and the new public key together.
 import argparse
 import hashlib
 import json
+from datetime import datetime
 from pathlib import Path
 
 from evaluator.verification_records import key_id_of, load_private_key, make_record, sign_record
@@ -48,11 +52,12 @@ SAMPLE_HARDWARE = "NVIDIA H100"
 SUBSET_RECORDED_AT = "2026-11-29T19:06:23Z"
 # The judge on the H200 (scripts/gpu_sample_reverify.py, merged by scripts/h200_sample_fixture.py):
 # 2.1.0 reached 56 rows, 2.2.0 the other 46; then harness 2.4.0 through the site's worker
-# (scripts/h200_worker_sample_fixture.py) 86 of the 102, and 2.4.1 through the worker 42 rows.
-# verified_at is when each run finished, so a kernel's latest run (what its page shows) is its
-# 2.4.1 run where it has one, else its 2.4.0 run where it has one.
+# (scripts/h200_worker_sample_fixture.py) 86 of the 102, and 2.4.1 through the worker: 42 rows,
+# then in a later call the other 60. verified_at is when each run finished, so a kernel's latest
+# run (what its page shows) is its newest 2.4.1 run (checked by latest_runs_are_of_latest_harness).
 JUDGE_FIXTURES = ("sample_judge_2_1.json", "sample_judge_2_2.json", "sample_worker_2_4_0.json",
-                  "sample_worker_2_4_1.json")
+                  "sample_worker_2_4_1.json", "sample_worker_2_4_1_b.json")
+LATEST_HARNESS = "2.4.1"
 REBUILT_NOTE = ("rebuilt from the fields the worker stored ({source}); the full document was not kept, so "
                 "trials, checks and logs are missing and evidence the fixture trimmed is empty")
 
@@ -116,8 +121,8 @@ def sample_records(key, sample: Path) -> list[dict]:
                 raise SystemExit(f"{fixture}: kernel_id {row['kernel_id']} is {identity['name']!r} in the sample, "
                                  f"not {row['kernel']!r}")
             records.append(_signed(identity, document, when, key))
-    # The judge (harness 2.1.0, then 2.2.0, then 2.4.0 and 2.4.1 through the worker), full
-    # documents: the rows the H200 calls reached.
+    # The judge (harness 2.1.0, then 2.2.0, then 2.4.0 and 2.4.1, twice, through the worker),
+    # full documents: the rows the H200 calls reached.
     for fixture in JUDGE_FIXTURES:
         for row in json.loads((FIXTURES / fixture).read_text())["rows"]:
             identity = by_row[row["index"]]
@@ -125,7 +130,26 @@ def sample_records(key, sample: Path) -> list[dict]:
                 raise SystemExit(f"{fixture}: row {row['index']} is {identity['name']!r} in the sample, "
                                  f"not {row['kernel']!r}")
             records.append(_signed(identity, row["document"], row["verified_at"], key))
+    latest_runs_are_of_latest_harness(records)
     return records
+
+
+def latest_runs_are_of_latest_harness(records: list[dict]) -> None:
+    """Stop the build unless each kernel with a LATEST_HARNESS run has that run as its latest
+    (by `verified_at`, as an import orders a kernel's runs)."""
+    latest = {}
+    for record in records:
+        kernel = (record["kernel"]["level"], record["kernel"]["code_sha256"])
+        when = datetime.fromisoformat(record["verified_at"].replace("Z", "+00:00"))
+        if kernel not in latest or when > latest[kernel][0]:
+            latest[kernel] = (when, record)
+    has_latest_harness = {(r["kernel"]["level"], r["kernel"]["code_sha256"]) for r in records
+                          if r["harness"]["version"] == LATEST_HARNESS}
+    for kernel in sorted(has_latest_harness):
+        when, record = latest[kernel]
+        if record["harness"]["version"] != LATEST_HARNESS:
+            raise SystemExit(f"level {kernel[0]} kernel {record['kernel']['name']!r}: its latest run ({when}) is of "
+                             f"harness {record['harness']['version']}, later than its {LATEST_HARNESS} run")
 
 
 def _rebuilt_document(row: dict, source: str) -> dict:

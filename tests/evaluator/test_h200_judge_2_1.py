@@ -17,18 +17,21 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "h200"
 SAMPLE_RECORDS = REPO / "evaluator" / "h200_results" / "sample_subset_h200.jsonl"
 # Every H200 run of the sample: the earlier campaigns', the judge 2.1.0's and 2.2.0's, and the
-# worker's 86 harness 2.4.0 and 42 harness 2.4.1 runs.
-SAMPLE_RECORD_COUNT = 328
+# worker's 86 harness 2.4.0 and 42 + 60 harness 2.4.1 runs (two calls).
+SAMPLE_RECORD_COUNT = 388
 
 
 def load(name):
     return json.loads((FIXTURES / name).read_text())
 
 
-def sample_records_of(version):
-    """The shipped signed records of the sample made by this harness version."""
+def sample_records_of(version, rows=None):
+    """The shipped signed records of the sample made by this harness version; with `rows` (a
+    fixture's rows), only the records of those runs (same kernel, same finishing time)."""
+    runs = None if rows is None else {(row["level"], row["kernel"], row["verified_at"]) for row in rows}
     return [record for record in map(json.loads, SAMPLE_RECORDS.read_text().splitlines())
-            if record["harness"]["version"] == version]
+            if record["harness"]["version"] == version
+            and (runs is None or (record["kernel"]["level"], record["kernel"]["name"], record["verified_at"]) in runs)]
 
 
 def import_sample_with_its_records(sample_path):
@@ -96,13 +99,14 @@ def test_gpu_time_reproduces_where_the_launch_is_hidden_and_end_to_end_does_not(
 
 
 # The site's worker re-verified sample rows with harness 2.4.0 (sample_worker_2_4_0.json), then
-# some of them and others with 2.4.1 (sample_worker_2_4_1.json), later the same day.
+# every row with 2.4.1 in two calls (sample_worker_2_4_1.json, sample_worker_2_4_1_b.json), later
+# the same day.
 WORKER_VERSIONS = ("2.4.0", "2.4.1")
 
 
 def rerun_by_the_worker() -> dict[tuple[int, str], dict]:
     """(level, code sha256) -> the record of the kernel's latest run by the site's worker: its
-    2.4.1 run where it has one, else its 2.4.0 run. That run is the kernel's latest."""
+    newest 2.4.1 run (every row has one). That run is the kernel's latest."""
     latest = {}
     for record in map(json.loads, SAMPLE_RECORDS.read_text().splitlines()):
         if record["harness"]["version"] in WORKER_VERSIONS:
@@ -121,15 +125,22 @@ def test_the_signed_records_load_and_the_judge_2_1_runs_are_the_latest_unless_re
               if json.loads(line)["harness"]["version"] == "2.1.0"]
     assert len(judged) == 56
     rerun = rerun_by_the_worker()
-    latest_versions = {}
+    latest_versions, changed = {}, {}
     for record in judged:
         kernel = Kernel.objects.get(code_sha256=record["kernel"]["code_sha256"], task__level=record["kernel"]["level"])
         assert (kernel.task.level, kernel.name, record["result"]["verdict"]) in rows
         latest = Verification.objects.filter(kernel=kernel).order_by("-finished_at", "-id").first()
         worker = rerun.get((kernel.task.level, kernel.code_sha256))
         expected = worker["harness"]["version"] if worker else "2.1.0"
-        # The worker's runs of these kernels gave the judge 2.1.0's verdicts.
-        assert latest.harness_version == expected and latest.status == record["result"]["verdict"], kernel.name
-        assert kernel.verdict == record["result"]["verdict"], kernel.name
+        verdict = worker["result"]["verdict"] if worker else record["result"]["verdict"]
+        assert latest.harness_version == expected and latest.status == verdict, kernel.name
+        assert kernel.verdict == verdict, kernel.name
+        if verdict != record["result"]["verdict"]:
+            changed[kernel.name] = (record["result"]["verdict"], expected, verdict)
         latest_versions[expected] = latest_versions.get(expected, 0) + 1
-    assert latest_versions == {"2.1.0": 10, "2.4.0": 26, "2.4.1": 20}
+    assert latest_versions == {"2.4.1": 56}
+    # The worker's runs gave the judge 2.1.0's verdicts but for two kernels the second 2.4.1 call
+    # failed on timing_unaccounted (docs/harness.md, "Harness 2.4.1 through the worker";
+    # test_h200_worker_sample_2_4_1_b.py).
+    assert changed == {"block_size_optimized_base": ("passed", "2.4.1", "failed"),
+                       "stream_pipeline_base": ("passed", "2.4.1", "failed")}
