@@ -3,6 +3,7 @@ records made from them, and the same kernels timed in separate processes on a lo
 (docs/harness.md, "The judge 2.1.0 on the H200: the shared sample, and timing on a loaded
 host"). The fixtures record what happened, misses included."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,40 @@ SAMPLE_RECORD_COUNT = 388
 
 def load(name):
     return json.loads((FIXTURES / name).read_text())
+
+
+def verified_badge(client, kernel_name):
+    """What the kernel page's verified badge says (its latest trusted run)."""
+    kernel = Kernel.objects.get(name=kernel_name)
+    html = client.get(f"/kernels/{kernel.id}/").content.decode()
+    return re.search(r'<span class="badge [^"]*" id="verified-badge">(.*?)</span>', html, re.S).group(1)
+
+
+def latest_run_is_the_record(record):
+    """After the sample's import: the kernel of a signed record, its latest run (which is this
+    record's run, what the kernel's page shows) and the run before it."""
+    kernel = Kernel.objects.get(code_sha256=record["kernel"]["code_sha256"], task__level=record["kernel"]["level"])
+    assert kernel.name == record["kernel"]["name"]
+    runs = list(Verification.objects.filter(kernel=kernel).order_by("-finished_at", "-id"))
+    latest, before = runs[0], runs[1]  # every row had an earlier H200 run
+    assert latest.harness_version == record["harness"]["version"], kernel.name
+    assert latest.status == record["result"]["verdict"] == kernel.verdict, kernel.name
+    assert kernel.latest_verification_id == latest.id and latest.origin == "imported", kernel.name
+    return kernel, latest, before
+
+
+def check_worker_run_rows(rows, harness, harness_sha256):
+    """Each row of a worker sample fixture: its kernel id, the H200 run's versions, a verdict the
+    stored fields agree with, a trimmed log, and when it finished."""
+    for row in rows:
+        doc = row["document"]
+        assert row["kernel_id"] == row["index"] + 1
+        assert doc["versions"]["harness"] == harness and doc["versions"]["harness_sha256"] == harness_sha256
+        assert doc["versions"]["gpu"] == "NVIDIA H200" and doc["versions"]["driver"] == "580.159.04", row["index"]
+        assert doc["versions"]["torch"] == "2.11.0+cu130", row["index"]
+        assert doc["verdict"] in ("passed", "failed") and fields_from_result(doc)["status"] == doc["verdict"]
+        assert len(doc["log"]) <= 1500 + 50  # trimmed (a redacted line is longer than the one it replaced)
+        assert row["verified_at"].startswith("2026-12-01T") and row["verified_at"].endswith("Z")
 
 
 def sample_records_of(version, rows=None):

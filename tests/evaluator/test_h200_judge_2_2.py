@@ -12,7 +12,7 @@ from evaluator.verification_results import fields_from_result
 from kernels.models import Kernel, Verification
 
 from tests.evaluator.test_h200_judge_2_1 import (FIXTURES, REPO, SAMPLE_RECORDS, blocking, import_sample_with_its_records,
-                                                 load, rerun_by_the_worker, sample_records_of)
+                                                 load, rerun_by_the_worker, sample_records_of, verified_badge)
 
 DEMO_RECORDS = REPO / "evaluator" / "h200_results" / "demo_archive_h200.jsonl"
 PER_CALL_INPUTS = "get_inputs() on the GPU under a new seed per call"
@@ -194,7 +194,5 @@ def test_the_signed_records_load_and_the_judge_2_2_runs_are_the_latest_unless_re
     for name, status, version in (("atomic_k_split_base", "verified on NVIDIA H200", "2.4.1"),
                                   ("warp_shfl_matmul_base", "re-verification failed", "2.4.1"),
                                   ("optimized_mlp_fused_base", "re-verification failed", "2.4.1")):
-        kernel = Kernel.objects.get(name=name)
-        html = client.get(f"/kernels/{kernel.id}/").content.decode()
-        badge = re.search(r'<span class="badge [^"]*" id="verified-badge">(.*?)</span>', html, re.S).group(1)
+        badge = verified_badge(client, name)
         assert status in badge and version in badge, badge

@@ -5,15 +5,14 @@ the signed records made from them, and those runs being what the kernels' pages 
 worker re-verified every one of those kernels with 2.4.1 (test_h200_worker_sample_2_4_1.py and
 test_h200_worker_sample_2_4_1_b.py)."""
 import json
-import re
 
 import pytest
 
 from evaluator.verification_records import load_trusted_keys, signature_is_valid
-from evaluator.verification_results import fields_from_result
 from kernels.models import Kernel, Verification
 
-from tests.evaluator.test_h200_judge_2_1 import FIXTURES, REPO, import_sample_with_its_records, load, sample_records_of
+from tests.evaluator.test_h200_judge_2_1 import (FIXTURES, REPO, check_worker_run_rows, import_sample_with_its_records,
+                                                 load, sample_records_of, verified_badge)
 from tests.evaluator.test_h200_judge_2_2 import code_quoted_in
 
 HARNESS_SHA256 = "f2e01db4b0774d553edced47effaede368356774f05274807ea38b595a4e46f6"
@@ -29,14 +28,7 @@ def test_86_rows_finished_with_harness_2_4_0_and_the_other_16_did_not():
     assert len(rows) == 86 and len(data["not_reached"]) == 16
     assert sorted([row["index"] for row in rows] + data["not_reached"]) == list(range(102))
     assert sorted(i for indices in data["not_reached_status"].values() for i in indices) == data["not_reached"]
-    for row in rows:
-        doc = row["document"]
-        assert row["kernel_id"] == row["index"] + 1
-        assert doc["versions"]["harness"] == "2.4.0" and doc["versions"]["harness_sha256"] == HARNESS_SHA256
-        assert doc["versions"]["gpu"] == "NVIDIA H200" and doc["versions"]["driver"] == "580.159.04", row["index"]
-        assert doc["verdict"] in ("passed", "failed") and fields_from_result(doc)["status"] == doc["verdict"]
-        assert len(doc["log"]) <= 1500 + 50  # trimmed (a redacted line is longer than the one it replaced)
-        assert row["verified_at"].startswith("2026-12-01T") and row["verified_at"].endswith("Z")
+    check_worker_run_rows(rows, "2.4.0", HARNESS_SHA256)
     verdicts = [row["document"]["verdict"] for row in rows]
     assert (verdicts.count("passed"), verdicts.count("failed")) == (46, 40)
 
@@ -119,7 +111,5 @@ def test_after_the_import_each_of_the_86_kernels_shows_its_2_4_0_run_unless_2_4_
     # shown: one that passed, one that failed.
     for name, status in (("modular_conv2d_relu_bias_base", "verified on NVIDIA H200"),
                          ("optimized_mlp_forward_base", "re-verification failed")):
-        kernel = Kernel.objects.get(name=name)
-        html = client.get(f"/kernels/{kernel.id}/").content.decode()
-        badge = re.search(r'<span class="badge [^"]*" id="verified-badge">(.*?)</span>', html, re.S).group(1)
+        badge = verified_badge(client, name)
         assert status in badge and "2.4.1" in badge, badge

@@ -2,14 +2,12 @@
 through the worker"): the full documents of its 42 runs read from the worker's database
 (tests/fixtures/h200/sample_worker_2_4_1.json, scripts/h200_worker_sample_fixture.py), the
 signed records made from them, and those runs being what the kernels' pages show."""
-import re
 
 import pytest
 
-from evaluator.verification_results import fields_from_result
-from kernels.models import Kernel, Verification
 
-from tests.evaluator.test_h200_judge_2_1 import import_sample_with_its_records, load, sample_records_of
+from tests.evaluator.test_h200_judge_2_1 import (check_worker_run_rows, import_sample_with_its_records,
+                                                 latest_run_is_the_record, load, sample_records_of, verified_badge)
 from tests.evaluator.test_h200_judge_2_2 import code_quoted_in
 from tests.evaluator.test_h200_worker_sample_2_4_0 import check_signed_worker_records
 
@@ -35,15 +33,7 @@ def test_the_42_rows_queued_finished_with_harness_2_4_1():
     assert len(rows) == 42 and [row["index"] for row in rows] == QUEUED
     assert data["not_reached"] == [] and data["not_reached_status"] == {}
     assert {row["worker"] for row in rows} == {"vm:1602:gpu0"} and {row["gpu"] for row in rows} == {"0"}
-    for row in rows:
-        doc = row["document"]
-        assert row["kernel_id"] == row["index"] + 1
-        assert doc["versions"]["harness"] == "2.4.1" and doc["versions"]["harness_sha256"] == HARNESS_SHA256
-        assert doc["versions"]["gpu"] == "NVIDIA H200" and doc["versions"]["driver"] == "580.159.04", row["index"]
-        assert doc["versions"]["torch"] == "2.11.0+cu130", row["index"]
-        assert doc["verdict"] in ("passed", "failed") and fields_from_result(doc)["status"] == doc["verdict"]
-        assert len(doc["log"]) <= 1500 + 50  # trimmed (a redacted line is longer than the one it replaced)
-        assert row["verified_at"].startswith("2026-12-01T") and row["verified_at"].endswith("Z")
+    check_worker_run_rows(rows, "2.4.1", HARNESS_SHA256)
     counts = {}
     for row in rows:
         key = (row["level"], row["document"]["verdict"])
@@ -110,13 +100,7 @@ def test_after_the_import_each_of_the_42_kernels_shows_its_2_4_1_run(sample_path
     assert len(records) == 42
     earlier_versions = {}
     for record in records:
-        kernel = Kernel.objects.get(code_sha256=record["kernel"]["code_sha256"], task__level=record["kernel"]["level"])
-        assert kernel.name == record["kernel"]["name"]
-        runs = list(Verification.objects.filter(kernel=kernel).order_by("-finished_at", "-id"))
-        latest, before = runs[0], runs[1]  # every row had an earlier H200 run
-        assert latest.harness_version == "2.4.1" and latest.status == record["result"]["verdict"], kernel.name
-        assert kernel.latest_verification_id == latest.id and latest.origin == "imported", kernel.name
-        assert kernel.verdict == record["result"]["verdict"], kernel.name
+        kernel, latest, before = latest_run_is_the_record(record)
         earlier_versions[before.harness_version] = earlier_versions.get(before.harness_version, 0) + 1
         if kernel.name == CHANGED:
             assert (before.harness_version, before.status, latest.status) == ("2.2.0", "failed", "passed")
@@ -124,7 +108,5 @@ def test_after_the_import_each_of_the_42_kernels_shows_its_2_4_1_run(sample_path
     assert earlier_versions == {"2.4.0": 38, "2.2.0": 4}
     # The page's badge names the 2.4.1 run: the kernel it now passes, and one that failed.
     for name, status in ((CHANGED, "verified on NVIDIA H200"), ("fused_linear_relu_base", "re-verification failed")):
-        kernel = Kernel.objects.get(name=name)
-        html = client.get(f"/kernels/{kernel.id}/").content.decode()
-        badge = re.search(r'<span class="badge [^"]*" id="verified-badge">(.*?)</span>', html, re.S).group(1)
+        badge = verified_badge(client, name)
         assert status in badge and "2.4.1" in badge, badge

@@ -6,16 +6,15 @@ signed records made from them; those runs being what the kernels' pages show, so
 row's latest run is now a 2.4.1 run; and, stated row by row, where they differ from the run
 each kernel's page showed before."""
 import json
-import re
 from datetime import datetime
 
 import pytest
 
-from evaluator.verification_results import fields_from_result
-from kernels.models import Kernel, Verification
+from kernels.models import Kernel
 
-from tests.evaluator.test_h200_judge_2_1 import (SAMPLE_RECORD_COUNT, SAMPLE_RECORDS, import_sample_with_its_records,
-                                                 load, sample_records_of)
+from tests.evaluator.test_h200_judge_2_1 import (SAMPLE_RECORD_COUNT, SAMPLE_RECORDS, check_worker_run_rows,
+                                                 import_sample_with_its_records, latest_run_is_the_record, load,
+                                                 sample_records_of, verified_badge)
 from tests.evaluator.test_h200_judge_2_2 import code_quoted_in
 from tests.evaluator.test_h200_worker_sample_2_4_0 import check_signed_worker_records
 
@@ -62,15 +61,7 @@ def test_the_60_rows_queued_finished_with_harness_2_4_1():
     assert sorted(QUEUED + [row["index"] for row in load("sample_worker_2_4_1.json")["rows"]]) == list(range(102))
     assert {row["worker"] for row in rows} == {"vm:620:gpu0"} and {row["gpu"] for row in rows} == {"0"}
     assert {row["gpu_name"] for row in rows} == {"NVIDIA H200"}
-    for row in rows:
-        doc = row["document"]
-        assert row["kernel_id"] == row["index"] + 1
-        assert doc["versions"]["harness"] == "2.4.1" and doc["versions"]["harness_sha256"] == HARNESS_SHA256
-        assert doc["versions"]["gpu"] == "NVIDIA H200" and doc["versions"]["driver"] == "580.159.04", row["index"]
-        assert doc["versions"]["torch"] == "2.11.0+cu130", row["index"]
-        assert doc["verdict"] in ("passed", "failed") and fields_from_result(doc)["status"] == doc["verdict"]
-        assert len(doc["log"]) <= 1500 + 50  # trimmed (a redacted line is longer than the one it replaced)
-        assert row["verified_at"].startswith("2026-12-01T") and row["verified_at"].endswith("Z")
+    check_worker_run_rows(rows, "2.4.1", HARNESS_SHA256)
     counts = {}
     for row in rows:
         key = (row["level"], row["document"]["verdict"])
@@ -157,13 +148,7 @@ def test_after_the_import_each_of_the_60_kernels_shows_its_2_4_1_run(sample_path
     changed_names = {name for name, _, _ in CHANGED.values()}
     earlier_versions, changed = {}, {}
     for record in records:
-        kernel = Kernel.objects.get(code_sha256=record["kernel"]["code_sha256"], task__level=record["kernel"]["level"])
-        assert kernel.name == record["kernel"]["name"]
-        runs = list(Verification.objects.filter(kernel=kernel).order_by("-finished_at", "-id"))
-        latest, before = runs[0], runs[1]  # every row had an earlier H200 run
-        assert latest.harness_version == "2.4.1" and latest.status == record["result"]["verdict"], kernel.name
-        assert kernel.latest_verification_id == latest.id and latest.origin == "imported", kernel.name
-        assert kernel.verdict == record["result"]["verdict"], kernel.name
+        kernel, latest, before = latest_run_is_the_record(record)
         earlier_versions[before.harness_version] = earlier_versions.get(before.harness_version, 0) + 1
         if before.status != latest.status:
             changed[kernel.name] = (before.harness_version, before.status, latest.status)
@@ -178,7 +163,5 @@ def test_after_the_import_each_of_the_60_kernels_shows_its_2_4_1_run(sample_path
     # The page's badge names the 2.4.1 run: a kernel it passes, and the kernel it now fails.
     for name, status in (("stride_loop_matmul_base", "verified on NVIDIA H200"),
                          ("block_size_optimized_base", "re-verification failed")):
-        kernel = Kernel.objects.get(name=name)
-        html = client.get(f"/kernels/{kernel.id}/").content.decode()
-        badge = re.search(r'<span class="badge [^"]*" id="verified-badge">(.*?)</span>', html, re.S).group(1)
+        badge = verified_badge(client, name)
         assert status in badge and "2.4.1" in badge, badge
