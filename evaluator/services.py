@@ -11,6 +11,7 @@ heartbeating; `verification_recover_stalled` puts such a row back in the queue o
 second death records an error), so a job is never lost and never recorded twice.
 """
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -88,11 +89,10 @@ def verification_run(*, verification_id: int) -> Verification | None:
         return None
     verification = Verification.objects.select_related("kernel__task").get(id=verification_id)
     cpu_jobs = worker_cpu_jobs(settings.VERIFY_CPU_JOBS)
-    ticket = cpu_jobs.ticket()  # this job's build and lint go before those of later jobs
+    cpu_slot = functools.partial(cpu_jobs.held, cpu_jobs.ticket())  # before the builds and lints of later jobs
     with _Heartbeat(verification_id):
-        lint = _lint_in_background(verification.kernel_id, lambda: cpu_jobs.held(ticket)) \
-            if settings.VERIFY_REFRESH_PROFILES else None
-        run, sha = _run_bundle_of(verification.kernel, build_slot=lambda: cpu_jobs.held(ticket))
+        lint = _lint_in_background(verification.kernel_id, cpu_slot) if settings.VERIFY_REFRESH_PROFILES else None
+        run, sha = _run_bundle_of(verification.kernel, build_slot=cpu_slot)
         if settings.VERIFY_REFRESH_PROFILES:  # before the result, so a finished run has its profiles
             _refresh_profiles(verification.kernel_id, run, lint)
             _refresh_gpu_binary(verification.kernel_id, run)
@@ -202,7 +202,8 @@ def _lint_in_background(kernel_id: int, cpu_slot):
     """Lint on the worker's lint pool (ARCHIVE_VERIFY_LINT_WORKERS threads), from the start of
     the job: clang-tidy needs only the source, so it runs beside the build and the GPU runs
     instead of after them, and never holds a verification thread. ``cpu_slot()``: the context
-    the lint runs in (a place among the worker's CPU jobs). Returns a future of the lint's seconds."""
+    the lint runs in (a place among the worker's CPU jobs). Returns a future of (seconds waiting
+    for that place, seconds linting)."""
     global _lint_pool
     with _lint_pool_guard:
         if _lint_pool is None:

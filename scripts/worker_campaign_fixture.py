@@ -24,8 +24,9 @@ from pathlib import Path
 
 import worker_cpu_by_process  # beside this script
 
-SUMMARY_KEYS = ("queued", "kernels", "wall_s", "started_at", "kernels_per_hour", "deadline_s", "finished_s", "first_result_s",
-                "threads_per_gpu", "lint_workers", "cpu_jobs", "harness_args", "timing_cpus", "status_counts", "still_open",
+SUMMARY_KEYS = ("queued", "kernels", "wall_s", "started_at", "kernels_per_hour", "deadline_s", "finished_s",
+                "first_result_s", "threads_per_gpu", "lint_workers", "cpu_jobs", "harness_args", "timing_cpus",
+                "status_counts", "still_open",
                 "runs_attempted_more_than_once", "kernels_recorded_twice", "ncu_profiles_stored",
                 "clang_tidy_profiles_stored", "clang_tidy_profiles_errored", "phases")
 
@@ -147,8 +148,8 @@ def main(argv=None) -> int:
     if args.judge_probe:
         fixture["judge_cpu_probes"] = [judge_probe(path) for path in args.judge_probe]
     args.out.write_text(json.dumps(fixture, indent=1, sort_keys=True) + "\n")
-    print(f"{args.out}: {len(fixture['calls'])} calls, "
-          f"{sum(len(call['verifications']) for call in fixture['calls'])} verifications, {args.out.stat().st_size} bytes")
+    verified = sum(len(call["verifications"]) for call in fixture["calls"])
+    print(f"{args.out}: {len(fixture['calls'])} calls, {verified} verifications, {args.out.stat().st_size} bytes")
     return 0
 
 

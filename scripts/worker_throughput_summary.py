@@ -6,8 +6,8 @@ import json
 import sys
 from datetime import datetime
 
-PHASES = ("build_wait_s", "build_s", "lint_wait_s", "run_s", "device_wait_s", "alone_s", "ncu_s", "ncu_after_run_s", "clang_tidy_s",
-          "clang_tidy_wait_s", "gpu_binary_s")
+PHASES = ("build_wait_s", "build_s", "lint_wait_s", "run_s", "device_wait_s", "alone_s", "ncu_s", "ncu_after_run_s",
+          "clang_tidy_s", "clang_tidy_wait_s", "gpu_binary_s")
 
 
 def later_half_rate(doc: dict) -> str:
@@ -26,9 +26,11 @@ def full_queue_window(doc: dict):
     last job, while every thread had a job and more waited: the rate a campaign longer than the call
     keeps, without the cold start or the drain at the end. None when the window is empty."""
     finished, started_at = sorted(doc.get("finished_s") or []), doc.get("started_at")
+    if not finished or started_at is None:
+        return None
     starts = [datetime.fromisoformat(str(run["started_at"])).timestamp() - started_at
               for run in doc.get("runs") or [] if run.get("started_at")]
-    if not finished or not starts or started_at is None or max(starts) <= finished[0]:
+    if not starts or max(starts) <= finished[0]:
         return None
     begin, end = finished[0], max(starts)
     return sum(1 for t in finished if begin < t <= end), begin, end

@@ -47,8 +47,9 @@ BUILD_NICE = 10
 class BundleRun:
     result: dict  # the harness document, or the sandbox's failure document
     ncu: dict | None = None  # gpu_profiles.ncu_profile's answer, when asked for and possible
-    # seconds: build_wait_s (for the worker's turn to build), build_s, run_s, device_wait_s (queueing for the GPU), alone_s (holding it alone), ncu_s
-    # (the profile, started with the run), ncu_after_run_s (how long the run then waited for it)
+    # seconds: build_wait_s (for the worker's turn to build), build_s, run_s, device_wait_s (queueing
+    # for the GPU), alone_s (holding it alone), ncu_s (the profile, started with the run),
+    # ncu_after_run_s (how long the run then waited for it)
     phases: dict = field(default_factory=dict)
 
 

@@ -73,8 +73,9 @@ def fast_p_label(p):
 
 
 # The worker's phases (Verification.phases, seconds), in the order a run goes through them.
-_PHASE_LABELS = (("build_wait_s", "waited to build"), ("build_s", "build"), ("run_s", "run"), ("device_wait_s", "waited for the GPU"),
-                 ("alone_s", "GPU alone"), ("ncu_s", "ncu"), ("clang_tidy_s", "clang-tidy"))
+_PHASE_LABELS = (("build_wait_s", "waited to build"), ("build_s", "build"), ("run_s", "run"),
+                 ("device_wait_s", "waited for the GPU"), ("alone_s", "GPU alone"), ("ncu_s", "ncu"),
+                 ("clang_tidy_s", "clang-tidy"))
 
 
 @register.filter

@@ -104,7 +104,8 @@ def test_the_60_other_rows_with_the_12_left_on_older_harnesses_first(calls):
 
 def changed(call):
     """Kernel id -> (earlier verdict, verdict, flags added) of every run that differs from the row's earlier one."""
-    return {v["kernel_id"]: (v["earlier"]["verdict"], v["verdict"], sorted(set(v["flags"]) - set(v["earlier"]["flags"])))
+    return {v["kernel_id"]: (v["earlier"]["verdict"], v["verdict"],
+                             sorted(set(v["flags"]) - set(v["earlier"]["flags"])))
             for v in call["verifications"]
             if (v["earlier"]["verdict"], v["earlier"]["flags"]) != (v["verdict"], v["flags"])}
 
