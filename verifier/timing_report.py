@@ -4,6 +4,7 @@ clock, the speedups, the judge's-clock verdict per clock, and the task flags tim
 (``launch_bound``, ``large_headroom``). Pure bookkeeping over samples judge_timing.py
 collected; no Django (this file ships in every bundle).
 """
+import math
 import os
 import statistics
 
@@ -27,6 +28,10 @@ RANK_CLOCK = {"cuda": "gpu_time", "cpu": "host"}
 LAUNCH_BOUND_RATIO = 2.0  # end-to-end at least twice the GPU time: the host's launches are most of it
 LARGE_HEADROOM_SPEEDUP = 10.0  # KernelBench's own warning threshold for a weak eager baseline
 HIDDEN_MAJORITY = 0.5
+# The confidence of the bound on the median unaccounted time (median_lower_bound) under which the
+# judge keeps timing a kernel whose median is over its allowance, rather than fail it on rounds a
+# loaded host may have skewed.
+MEDIAN_BOUND_CONFIDENCE = 0.95
 
 
 def clocks_for(device):
@@ -194,10 +199,38 @@ def median_of_rounds(per_round):
     return sorted(per_round)[len(per_round) // 2] if per_round else 0.0
 
 
+def median_lower_bound(per_round, confidence=MEDIAN_BOUND_CONFIDENCE):
+    """A lower bound on the median of the distribution the rounds come from, at ``confidence``
+    whatever that distribution is: the k-th smallest round, for the largest k with
+    P(Binomial(n, 1/2) <= k - 1) <= 1 - confidence (the median is under the k-th smallest of n
+    rounds only when fewer than k rounds fell under it). None when the rounds are too few for any
+    (n < 5 at 95 %)."""
+    n, below, k = len(per_round), 0.0, 0
+    for j in range(n + 1):
+        below += math.comb(n, j) / 2.0 ** n  # P(X <= j)
+        if below > 1.0 - confidence:
+            break
+        k = j + 1
+    return sorted(per_round)[k - 1] if k else None
+
+
 def clocks_over_allowance(unaccounted, candidate_medians, allowance_rule):
     """The clocks whose median unaccounted time over the rounds so far is over its allowance."""
     return [clock for clock, per_round in unaccounted.items()
             if median_of_rounds(per_round) > clock_allowance(allowance_rule, candidate_medians.get(clock))]
+
+
+def clocks_undecided(unaccounted, candidate_medians, allowance_rule):
+    """The clocks whose median is over the allowance while the median's lower bound
+    (median_lower_bound) is not: the rounds so far cannot tell a kernel that hides time from an
+    honest one whose host was loaded in some rounds. Work hidden outside the window in every round
+    puts the bound over the allowance too."""
+    undecided = []
+    for clock in clocks_over_allowance(unaccounted, candidate_medians, allowance_rule):
+        low = median_lower_bound(unaccounted[clock])
+        if low is None or low <= clock_allowance(allowance_rule, candidate_medians.get(clock)):
+            undecided.append(clock)
+    return undecided
 
 
 def unaccounted_verdict(unaccounted, timings, allowance_rule):
@@ -213,7 +246,8 @@ def unaccounted_verdict(unaccounted, timings, allowance_rule):
         allowance = clock_allowance(allowance_rule, median)
         mid = median_of_rounds(per_round)
         by_clock[clock] = {"median": mid, "allowance": allowance, "per_round": [round(u, 4) for u in per_round[:200]],
-                           "candidate_median_ms": median}
+                           "candidate_median_ms": median, "rounds": len(per_round),
+                           "median_lower_bound": median_lower_bound(per_round)}
         if worst is None or mid / allowance > by_clock[worst]["median"] / by_clock[worst]["allowance"]:
             worst = clock
     if worst is None:
@@ -225,10 +259,11 @@ def unaccounted_verdict(unaccounted, timings, allowance_rule):
     r = by_clock[failing[0]]
     return report, flag("timing_unaccounted", True,
                         "on the %s clock the judge's clock around each batch left %.4g ms per call unaccounted for by "
-                        "the runner's reported %.4g ms median (allowance %.4g ms, after the judge's own per-call "
-                        "overhead and the channel's round trip): work runs outside the timed window (before the start "
-                        "event, on another stream or thread, or behind a patched timer)"
-                        % (failing[0], r["median"], r["candidate_median_ms"] or 0.0, r["allowance"]), source="judge")
+                        "the runner's reported %.4g ms median (the median of %d rounds; allowance %.4g ms, after the "
+                        "judge's own per-call overhead and the channel's round trip): work runs outside the timed "
+                        "window (before the start event, on another stream or thread, or behind a patched timer)"
+                        % (failing[0], r["median"], r["candidate_median_ms"] or 0.0, r["rounds"], r["allowance"]),
+                        source="judge")
 
 
 def task_flags(doc):

@@ -2,7 +2,9 @@
 the GPU-time caller, an in-process stand-in for the runner that can forge its reports, the
 real judge loop (verifier/judge_timing.py) and the real report (verifier/timing_report.py)."""
 import contextlib
+import math
 import os
+import random
 import time
 
 import pytest
@@ -199,6 +201,43 @@ def test_time_outside_the_window_in_every_round_still_fails_after_the_confirming
     assert [f["name"] for f in flags] == ["timing_unaccounted"]
     assert len(info["unaccounted_ms_per_call"]["by_clock"]["gpu_time"]["per_round"]) == \
         3 + judge_timing.CONFIRM_ROUNDS_PER_CLOCK
+
+
+def test_rounds_that_cannot_tell_a_loaded_host_from_hidden_work_get_more_rounds(two_clocks):
+    # Stalled in 5 of the first 9 rounds: the median is over the allowance, its 95 % lower bound (the
+    # second smallest of 9) is not. Six more rounds, clean ones, then the median of 15 passes it.
+    _, _, info, flags, _ = run_timing(stalled_runner({1, 2, 4, 5, 7}))
+    assert not flags, flags
+    gpu_time = info["unaccounted_ms_per_call"]["by_clock"]["gpu_time"]
+    assert gpu_time["rounds"] == len(gpu_time["per_round"]) == 3 + 2 * judge_timing.CONFIRM_ROUNDS_PER_CLOCK
+    assert sum(u > 20 for u in gpu_time["per_round"]) == 5 and gpu_time["median"] <= gpu_time["allowance"]
+    assert "95 % lower bound was not over the allowance on the gpu_time clock" in info["stop"]
+
+
+def test_time_hidden_in_most_rounds_still_fails_when_the_confirming_rounds_run_out(two_clocks, monkeypatch):
+    # Stalled in two rounds of every three: the bound stays under the allowance (a third of the rounds
+    # are clean), so the judge times on to its last set of confirming rounds, and the median fails it.
+    monkeypatch.setattr(judge_timing, "MAX_CONFIRMING_SETS", 2)
+    _, _, info, flags, _ = run_timing(stalled_runner({r for r in range(1, 100) if r % 3 != 1}))
+    assert [f["name"] for f in flags] == ["timing_unaccounted"]
+    gpu_time = info["unaccounted_ms_per_call"]["by_clock"]["gpu_time"]
+    assert gpu_time["rounds"] == 3 + 2 * judge_timing.CONFIRM_ROUNDS_PER_CLOCK
+    assert gpu_time["median_lower_bound"] <= gpu_time["allowance"] < gpu_time["median"]
+    assert "the median of 15 rounds" in flags[0]["evidence"]
+
+
+def test_the_bound_on_the_median_holds_at_its_confidence_whatever_the_distribution():
+    # Rounds from a skewed distribution (mostly a loaded host's small values, a long tail of stalls)
+    # whose median is known: the bound is over it in at most 5 % of runs, up to sampling error.
+    rng = random.Random(7)
+    for n in (5, 9, 15, 27):
+        over = 0
+        for _ in range(4000):
+            rounds = [rng.expovariate(1.0) for _ in range(n)]
+            over += timing_report.median_lower_bound(rounds) > math.log(2)  # the exponential's median
+        assert over / 4000 <= 0.05 + 0.01, (n, over)
+    assert timing_report.median_lower_bound([3.0, 1.0, 2.0, 5.0]) is None  # 4 rounds: no 95 % bound
+    assert timing_report.median_lower_bound([9, 1, 8, 2, 7, 3, 6, 4, 5]) == 2  # of 9: the second smallest
 
 
 def test_wrong_output_only_on_the_gpu_time_clock_is_caught_by_the_fingerprints(two_clocks):
