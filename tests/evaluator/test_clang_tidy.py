@@ -3,8 +3,9 @@ C++ candidates, a planted bug and an archive's CUDA kernel; stored once per kern
 the kernel page.
 
 Linting anything that includes torch/extension.h parses all of torch's headers (about half a
-minute of a core): three tests do (a candidate, an archive kernel, the lint a stopping worker
-must not kill); the planted bugs are plain C++, so their lints take a second."""
+minute of a core): two tests do (a candidate, an archive kernel); the planted bugs are plain C++,
+so their lints take a second, and the lint a stopping worker must not kill parses only standard
+headers (about 5 CPU seconds: long enough to be running when the signal comes)."""
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,30 @@ def test_service_upserts_one_worker_profile_and_the_page_shows_it(client):
     assert "bugprone-narrowing-conversions" in html and 'href="#L-6"' in html
 
 
+# Plain C++ whose standard headers take clang-tidy about 5 CPU seconds here: long enough to be running
+# when the signal comes at 1 s, without parsing torch's headers (about 25).
+LONG_LINT_SOURCE = """#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+int count_words(const std::string& text) {
+    std::regex word("\\w+");
+    return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), word), std::sregex_iterator()));
+}
+"""
+
 SIGINT_DURING_LINT = r"""
 import json, os, signal, sys, threading, time
 sys.path.insert(0, sys.argv[1])
@@ -107,7 +132,9 @@ def test_a_worker_stopping_gracefully_does_not_kill_the_lint_it_is_running(tmp_p
 
     repo = Path(__file__).resolve().parents[2]
     env = {k: v for k, v in os.environ.items() if k != LINT_CACHE_VARIABLE}  # a lint that runs, not one read back
-    done = subprocess.run([sys.executable, "-c", SIGINT_DURING_LINT, str(repo), str(CANDIDATES / "honest_relu.cpp")],
+    source = tmp_path / "long_lint.cpp"
+    source.write_text(LONG_LINT_SOURCE)
+    done = subprocess.run([sys.executable, "-c", SIGINT_DURING_LINT, str(repo), str(source)],
                           capture_output=True, text=True, timeout=300, start_new_session=True, env=env)
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["seconds"] > 1.0, "the lint finished before the signal: the test proves nothing"
