@@ -42,16 +42,21 @@ def test_every_run_is_harness_2_5_0_on_the_h200():
         assert versions["gpu"] == "NVIDIA H200" and versions["torch"].startswith("2.11"), name
 
 
-def test_the_cuda_cheat_suite_is_caught_and_its_honest_kernels_pass():
+def test_every_cuda_cheat_and_attack_is_caught_and_the_honest_kernels_pass():
     suite = runs()["suite"]
     docs, summary = suite["documents"], {row["name"]: row for row in suite["summary"]}
     cuda_entries = {e["name"] for e in ENTRIES if "cuda" in e["devices"]}
     assert set(docs) == cuda_entries and len(cuda_entries) >= 53
-    # The call stopped at 530 s with three timed attacks not yet timed: they pass untimed, as built to.
+    # The call stopped at 530 s with three timed attacks not yet timed: they pass untimed, as built to,
+    # and the fourth call timed them.
     not_timed = {name for name, row in summary.items() if BY_NAME[name].get("timing") and row["phase"] == "A"}
     assert not_timed == {"attack_incremental_patch_py", "attack_rhythm_py", "attack_nan_timed_py"}
     for name in not_timed:
         assert docs[name]["verdict"] == "passed" and not any(f["blocking"] for f in docs[name]["flags"])
+    rest = runs()["rest"]
+    assert set(rest["documents"]) == not_timed and {row["phase"] for row in rest["summary"]} == {"B"}
+    for name, doc in rest["documents"].items():
+        assert gpu_campaign.judge(BY_NAME[name], doc)["ok"] and doc["verdict"] == "failed", (name, doc["flags"])
     for name in cuda_entries - not_timed:
         assert gpu_campaign.judge(BY_NAME[name], docs[name])["ok"], (name, docs[name]["flags"])
         check_clock_report(timed_clocks(docs[name]))
