@@ -56,6 +56,7 @@ CONFIRM_ROUNDS_PER_CLOCK = 6  # more rounds of each clock before the unaccounted
 # At most this many sets of confirming rounds: more while the rounds cannot tell hidden work from a
 # loaded host's noise (timing_report.clocks_undecided), then the median decides.
 MAX_CONFIRMING_SETS = 4
+CONFIRMING_UNTIL_S = 60.0  # and none after the timing has run this long (a slow kernel's round takes seconds)
 
 
 def inputs_on_device(ref_mod, device, probe):
@@ -260,6 +261,10 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
                 medians = {c: timing.median_iqr(samples[c]["candidate"]["ms"])[0] for c in clocks}
                 undecided = timing_report.clocks_undecided(unaccounted, medians, allowance_rule)
                 if not undecided or confirming_sets >= MAX_CONFIRMING_SETS:
+                    break
+                if elapsed >= CONFIRMING_UNTIL_S:
+                    stop += "; no more rounds after %.0f s of timing, though its median's bound was not over the " \
+                            "allowance on the %s clock" % (elapsed, " and ".join(undecided))
                     break
                 # On the H200 under the worker's load an honest kernel's rounds ranged from -0.8 to
                 # +0.65 ms around a 0.5 ms allowance (docs/harness.md): more rounds, not a coin toss.

@@ -226,6 +226,16 @@ def test_time_hidden_in_most_rounds_still_fails_when_the_confirming_rounds_run_o
     assert "the median of 15 rounds" in flags[0]["evidence"]
 
 
+def test_no_more_confirming_rounds_once_the_timing_has_run_its_time(two_clocks, monkeypatch):
+    # The same rounds as above, on a judge whose timing has already run longer than it allows for
+    # more sets: the median of the first 9 (5 stalled) decides, and the stop reason says why.
+    monkeypatch.setattr(judge_timing, "CONFIRMING_UNTIL_S", 0.0)
+    _, _, info, flags, _ = run_timing(stalled_runner({1, 2, 4, 5, 7}))
+    assert [f["name"] for f in flags] == ["timing_unaccounted"]
+    assert info["unaccounted_ms_per_call"]["by_clock"]["gpu_time"]["rounds"] == 3 + judge_timing.CONFIRM_ROUNDS_PER_CLOCK
+    assert "no more rounds after" in info["stop"] and "gpu_time clock" in info["stop"]
+
+
 def test_the_bound_on_the_median_holds_at_its_confidence_whatever_the_distribution():
     # Rounds from a skewed distribution (mostly a loaded host's small values, a long tail of stalls)
     # whose median is known: the bound is over it in at most 5 % of runs, up to sampling error.
