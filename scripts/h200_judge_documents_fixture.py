@@ -9,7 +9,7 @@ versions (harness, harness sha256, GPU, driver, torch), which every document of 
     python scripts/h200_judge_documents_fixture.py --campaign suite=DIR --campaign loaded=DIR \\
         --worker sample=FILE --about TEXT --out tests/fixtures/h200/FIXTURE.json
 
-(it made judge_2_5_0_timing.json from three calls of harness 2.5.0).
+(it made judge_2_5_0_timing.json from four calls of harness 2.5.0, and judge_2_5_1_timing.json).
 """
 import argparse
 import json

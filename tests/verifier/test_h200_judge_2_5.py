@@ -1,7 +1,8 @@
-"""Harness 2.5.0 on the H200 (tests/fixtures/h200/judge_2_5_0_timing.json, docs/harness.md, "More
-rounds before a timing_unaccounted failure"): the whole CUDA cheat suite, the honest timed kernels
-on a quiet host and with their timing CPUs loaded, and 60 sample rows through the site's worker.
-Each figure the report gives is recomputed from the rounds it kept, with the shipped functions."""
+"""Harnesses 2.5.0 and 2.5.1 on the H200 (tests/fixtures/h200/judge_2_5_0_timing.json and
+judge_2_5_1_timing.json, docs/harness.md, "More rounds before a timing_unaccounted failure"): the
+whole CUDA cheat suite, the honest timed kernels on a quiet host and with their timing CPUs
+loaded, and 60 sample rows through the site's worker. Each figure the report gives is recomputed
+from the rounds it kept, with the shipped functions."""
 import json
 from pathlib import Path
 
@@ -12,7 +13,9 @@ from .cheat_suite_halves import ENTRIES
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "h200" / "judge_2_5_0_timing.json"
 EARLIER_SAMPLE = ROOT / "tests" / "fixtures" / "h200" / "sample_worker_2_4_1_b.json"
+FIXTURE_2_5_1 = ROOT / "tests" / "fixtures" / "h200" / "judge_2_5_1_timing.json"
 HARNESS_SHA256 = "594aef97013089bd479a25771b697878f0280af2babf6d110e11508336dcce11"
+HARNESS_2_5_1_SHA256 = "b258bb265b06a01292bf494e72645cf08542d7d1a944e3ee6a4144d72cc40697"
 BY_NAME = {e["name"]: e for e in ENTRIES}
 
 
@@ -117,3 +120,22 @@ def test_the_worker_gives_the_sample_rows_the_2_4_1_verdicts_but_two_load_sensit
     for kernel_id in (1, 70):
         assert all(r["median"] <= r["allowance"] for r in timed_clocks(rows[kernel_id]["document"]).values())
     assert not any("more rounds" in (row["document"]["timing"] or {}).get("stop", "") for row in rows.values())
+
+
+def test_2_5_1_with_its_timing_cpus_loaded_passes_an_honest_kernel_2_4_1_would_have_failed():
+    """2.5.1 (2.5.0 with no further set after 60 s of timing), the three honest kernels that needed
+    confirming rounds above, quiet then loaded the same way: all pass. One needed two more sets:
+    over its first 9 rounds of each clock, which 2.4.1 would have judged, both medians were over
+    the allowance; over 21-22 rounds neither is."""
+    data = json.loads(FIXTURE_2_5_1.read_text())["runs"]
+    for name, run in data.items():
+        assert run["versions"]["harness"] == "2.5.1" and run["versions"]["harness_sha256"] == HARNESS_2_5_1_SHA256
+        for doc in run["documents"].values():
+            assert doc["verdict"] == "passed" and not blocking(doc), name
+            check_clock_report(timed_clocks(doc))
+    doc = data["loaded"]["documents"]["honest_model_new_relu_cu"]
+    assert doc["timing"]["stop"].count("lower bound was not over the allowance") == 2
+    first_rounds = 3 + judge_timing.CONFIRM_ROUNDS_PER_CLOCK
+    for clock, r in timed_clocks(doc).items():
+        assert timing_report.median_of_rounds(r["per_round"][:first_rounds]) > r["allowance"], clock
+        assert r["rounds"] > first_rounds + judge_timing.CONFIRM_ROUNDS_PER_CLOCK and r["median"] <= r["allowance"]
