@@ -124,3 +124,30 @@ def test_busy_gpu_time_shows_the_calls_own_events_beside_it(client):
     html = client.get(f"/kernels/{kernel.id}/").content.decode()
     assert "0.006112 ms" in html and "events 0.008608 ms" in html and "busy time during the call" in html
     assert "0.66×" in html
+
+
+def test_the_judges_clock_check_is_shown_with_its_rounds_and_allowance(client):
+    """Harness 2.5.0 reports how many rounds the unaccounted time's median is of; older documents
+    are counted from the rounds they kept, and a contributed document's odd values show nothing."""
+    kernel = make_kernel(make_task(level=1, number=3), 0, correct=True, speedup=1.1, runtime=0.05)
+    check = {"clock": "end_to_end", "median": 0.4871, "allowance": 0.5, "rounds": 21, "median_lower_bound": -0.24,
+             "per_round": [0.1] * 21}
+    _stored(kernel, dict(DOCUMENT, checks={"timing": {"unaccounted_ms_per_call": check}}))
+    html = client.get(f"/kernels/{kernel.id}/").content.decode()
+    assert "judge's clock: 0.4871 ms a call unaccounted (end to end), 0.5 ms allowed, median of 21 rounds" in html
+
+    older = make_kernel(make_task(level=1, number=4), 0, correct=True, speedup=1.1, runtime=0.05)
+    _stored(older, dict(DOCUMENT, checks={"timing": {"unaccounted_ms_per_call": {
+        "clock": "gpu_time", "median": 0.02, "allowance": 0.5, "per_round": [0.01, 0.02, 0.03]}}}))
+    html = client.get(f"/kernels/{older.id}/").content.decode()
+    assert "0.02 ms a call unaccounted (GPU time), 0.5 ms allowed, median of 3 rounds" in html
+
+    odd = make_kernel(make_task(level=1, number=5), 0, correct=True, speedup=1.1, runtime=0.05)
+    _stored(odd, dict(DOCUMENT, checks={"timing": {"unaccounted_ms_per_call": {
+        "median": "<b>0.1</b>", "allowance": 0.5, "rounds": "many"}}}))
+    html = client.get(f"/kernels/{odd.id}/").content.decode()
+    assert "judge's clock" not in html and "<b>0.1</b>" not in html
+    no_allowance = make_kernel(make_task(level=1, number=6), 0, correct=True, speedup=1.1, runtime=0.05)
+    _stored(no_allowance, dict(DOCUMENT, checks={"timing": {"unaccounted_ms_per_call": {
+        "median": 0.1, "allowance": 0, "rounds": True}}}))
+    assert "judge's clock" not in client.get(f"/kernels/{no_allowance.id}/").content.decode()
