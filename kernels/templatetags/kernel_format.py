@@ -12,33 +12,34 @@ register = template.Library()
 DASH = "–"
 
 
-def _number(value):
+def finite_number(value):
+    """A finite number (a stored document is untrusted), else None."""
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
 
 
 @register.filter
 def speedup(value):
-    value = _number(value)
+    value = finite_number(value)
     return DASH if value is None else f"{value:.2f}×"
 
 
 @register.filter
 def ms(value):
     """Four significant digits: 0.4211 ms, 12.35 ms."""
-    value = _number(value)
+    value = finite_number(value)
     return DASH if value is None else f"{value:.4g} ms"
 
 
 @register.filter
 def sci(value):
-    value = _number(value)
+    value = finite_number(value)
     return DASH if value is None else f"{value:.2e}"
 
 
 @register.filter
 def metric(value):
     """NCU metric values: thousands separated, at most 4 significant digits below 10,000."""
-    value = _number(value)
+    value = finite_number(value)
     if value is None:
         return DASH
     return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.4g}"
@@ -46,7 +47,7 @@ def metric(value):
 
 @register.filter
 def percent(value):
-    value = _number(value)
+    value = finite_number(value)
     return DASH if value is None else f"{100 * value:.1f}%"
 
 
@@ -84,5 +85,5 @@ def phases_summary(phases):
     if not isinstance(phases, dict):
         return DASH
     parts = [f"{name} {value:.2g} s" if value < 10 else f"{name} {value:.0f} s"
-             for key, name in _PHASE_LABELS if (value := _number(phases.get(key))) is not None]
+             for key, name in _PHASE_LABELS if (value := finite_number(phases.get(key))) is not None]
     return " · ".join(parts) or DASH

@@ -1,11 +1,11 @@
 """A verification's two timing figures on the pages: the ranking clock (GPU time, or the host
 clock of a CPU run) with its method named, and the end-to-end figures beside it, read from the
 stored document through verifier/result.py (docs/harness.md, Timing)."""
-import math
-
 from django import template
 
 from verifier import result as result_doc
+
+from .kernel_format import finite_number
 
 register = template.Library()
 
@@ -62,12 +62,6 @@ def event_median_ms(verification, name="candidate"):
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _number(value):
-    """A finite number from a stored document (a contributed one is untrusted), else None."""
-    finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return value if finite else None
-
-
 @register.filter
 def judge_clock_check(verification):
     """The judge's-clock check of the clock nearest its allowance, as the document reports it:
@@ -75,9 +69,11 @@ def judge_clock_check(verification):
     counted from the ones kept where an older harness did not say), or None without one."""
     timing = ((getattr(verification, "result", None) or {}).get("checks") or {}).get("timing")
     check = timing.get("unaccounted_ms_per_call") if isinstance(timing, dict) else None
-    if not isinstance(check, dict) or _number(check.get("median")) is None or not _number(check.get("allowance")):
+    if not isinstance(check, dict) or finite_number(check.get("median")) is None:
+        return None
+    if not finite_number(check.get("allowance")):  # None or 0: no allowance to read the median against
         return None
     per_round = check.get("per_round") if isinstance(check.get("per_round"), list) else []
-    rounds = _number(check.get("rounds"))
+    rounds = finite_number(check.get("rounds"))
     return {"clock": CLOCK_LABELS.get(check.get("clock"), ""), "median": check["median"],
             "allowance": check["allowance"], "rounds": int(rounds) if rounds is not None else len(per_round)}

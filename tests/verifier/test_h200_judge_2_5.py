@@ -6,6 +6,7 @@ from the rounds it kept, with the shipped functions."""
 import json
 from pathlib import Path
 
+from tests.evaluator.test_h200_judge_2_1 import blocking
 from verifier import gpu_campaign, judge_timing, timing_report
 
 from .cheat_suite_halves import ENTRIES
@@ -99,10 +100,6 @@ def test_with_its_timing_cpus_loaded_an_honest_kernel_gets_every_confirming_set_
     assert all(docs[name]["verdict"] == "passed" for name in docs if name != "honest_model_new_relu_cu")
 
 
-def blocking(doc):
-    return sorted(f["name"] for f in doc["flags"] if f.get("blocking"))
-
-
 def test_the_worker_gives_the_sample_rows_the_2_4_1_verdicts_but_two_load_sensitive_ones():
     rows = {r["kernel_id"]: r for r in runs()["sample"]["rows"]}
     earlier = {int(r["kernel_id"]): r for r in json.loads(EARLIER_SAMPLE.read_text())["rows"]}
@@ -115,8 +112,8 @@ def test_the_worker_gives_the_sample_rows_the_2_4_1_verdicts_but_two_load_sensit
             changed[row["kernel"]] = (before["verdict"], blocking(before), doc["verdict"], blocking(doc))
     # The two kernels 2.4.1 failed on the judge's clock alone pass again, as 2.4.0 and 2.1.0 passed
     # them: their rounds this time never put a median over the allowance.
-    assert changed == {"block_size_optimized_base": ("failed", ["timing_unaccounted"], "passed", []),
-                       "stream_pipeline_base": ("failed", ["timing_unaccounted"], "passed", [])}
+    assert changed == {"block_size_optimized_base": ("failed", {"timing_unaccounted"}, "passed", set()),
+                       "stream_pipeline_base": ("failed", {"timing_unaccounted"}, "passed", set())}
     for kernel_id in (1, 70):
         assert all(r["median"] <= r["allowance"] for r in timed_clocks(rows[kernel_id]["document"]).values())
     assert not any("more rounds" in (row["document"]["timing"] or {}).get("stop", "") for row in rows.values())
