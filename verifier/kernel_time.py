@@ -27,6 +27,7 @@ import contextlib
 from torch.autograd.profiler import profile as _profile
 from torch.autograd.profiler import record_function as _record_function
 
+from . import outside_work
 from . import timing
 
 LABEL = "kb_timed_call_%d"
@@ -36,10 +37,9 @@ METHOD = ("GPU kernel time: the device's busy time during the call, the union of
           "be queued behind a spin")
 
 
-def busy_ms_per_call(events, n_calls):
-    """Per call ``LABEL % i`` (i < n_calls): (device-busy ms, activities), from events given as
-    dicts with ``name``, ``device`` (bool), ``start_ns``, ``duration_ns``, ``correlation_id``,
-    ``annotation`` (bool). A call with no device activity tied to it gets (None, 0)."""
+def _owners(events):
+    """Correlation id of each CUDA runtime or driver call made inside a call's range -> that
+    call's index (the range ``LABEL % i`` that holds the runtime call's start on the host)."""
     windows = {}
     for e in events:
         if e["annotation"] and not e["device"] and e["name"].startswith("kb_timed_call_"):
@@ -48,7 +48,7 @@ def busy_ms_per_call(events, n_calls):
             except ValueError:
                 continue
             windows[index] = (e["start_ns"], e["start_ns"] + e["duration_ns"])
-    owner = {}  # correlation id of a CUDA runtime or driver call -> call index
+    owner = {}
     for e in events:
         # Only the API calls: torch's own ops number their correlation ids from another counter.
         if e["device"] or e["annotation"] or not e["correlation_id"] or not e["name"].startswith("cu"):
@@ -57,24 +57,27 @@ def busy_ms_per_call(events, n_calls):
             if start <= e["start_ns"] <= end:
                 owner[e["correlation_id"]] = index
                 break
+    return owner
+
+
+def busy_ms_per_call(events, n_calls):
+    """Per call ``LABEL % i`` (i < n_calls): (device-busy ms, activities), from events given as
+    dicts with ``name``, ``device`` (bool), ``start_ns``, ``duration_ns``, ``correlation_id``,
+    ``annotation`` (bool). A call with no device activity tied to it gets (None, 0)."""
+    owner = _owners(events)
     intervals = {i: [] for i in range(n_calls)}
     for e in events:
         if e["device"] and not e["annotation"] and owner.get(e["correlation_id"]) in intervals:
             intervals[owner[e["correlation_id"]]].append((e["start_ns"], e["start_ns"] + e["duration_ns"]))
-    return [(_union_ns(spans) / 1e6 if spans else None, len(spans)) for spans in
+    return [(outside_work.union_ms(spans) if spans else None, len(spans)) for spans in
             (intervals[i] for i in range(n_calls))]
 
 
-def _union_ns(spans):
-    total, end = 0, None
-    for start, stop in sorted(spans):
-        if end is None or start > end:
-            total += stop - start
-            end = stop
-        elif stop > end:
-            total += stop - end
-            end = stop
-    return total
+def outside_calls(events, n_calls):
+    """outside_work.summarize of the device activities no call of the batch launched."""
+    owner = _owners(events)
+    return outside_work.summarize([e for e in events if e["device"] and not e["annotation"] and
+                                   owner.get(e["correlation_id"], n_calls) >= n_calls], n_calls)
 
 
 def _plain(event):
@@ -84,8 +87,10 @@ def _plain(event):
 
 
 class ProfiledBatch:
-    """The profiler around one batch of calls, each inside a range labelled ``LABEL % i``;
-    stopped and read only when the batch's timed window is over (``busy``): reading it costs
+    """The profiler around one batch of calls, each inside a range labelled ``LABEL % i``:
+    started by ``start`` before the batch's seeds are known (the judge asks for it before its
+    clock around the batch starts: a start costs milliseconds), running through the whole batch,
+    and stopped and read only when the batch's timed window is over (``read``): reading it costs
     milliseconds that grow with the number of events, which would otherwise sit in the judge's
     clock unevenly between implementations.
 
@@ -106,13 +111,20 @@ class ProfiledBatch:
 
         return call
 
-    @contextlib.contextmanager
-    def batch(self):
+    def start(self):
+        """A new profile for the next batch (a running one is dropped)."""
         self.stop()
         self.index = 0
         self.profiler = _profile(use_cpu=True, use_device="cuda" if self.device == "cuda" else None,
                                  use_kineto=True)
         self.profiler.__enter__()
+
+    @contextlib.contextmanager
+    def batch(self):
+        """Around the batch's calls: the profile ``start`` began, or one begun now."""
+        if self.profiler is None:
+            self.start()
+        self.index = 0
         yield
 
     def stop(self):
@@ -122,16 +134,18 @@ class ProfiledBatch:
             return profiler
         return None
 
-    def busy(self, n_calls):
-        """(busy_ms_per_call for the batch's calls, None) or (None, why the profiler could not be read)."""
+    def read(self, n_calls):
+        """(busy_ms_per_call for the batch's calls, outside_calls for the rest of its device work,
+        None) or (None, None, why the profiler could not be read)."""
         try:
             profiler = self.stop()
             if profiler is None:
                 raise RuntimeError("no batch was profiled")
             events = [_plain(e) for e in profiler.kineto_results.events()]
         except Exception as exc:
-            return None, "the profiler's events could not be read: %s: %s" % (type(exc).__name__, str(exc)[:300])
-        return busy_ms_per_call(events, n_calls), None
+            return None, None, "the profiler's events could not be read: %s: %s" % (type(exc).__name__,
+                                                                                    str(exc)[:300])
+        return busy_ms_per_call(events, n_calls), outside_calls(events, n_calls), None
 
 
 class KernelTimeCaller(timing.TimedCaller):
@@ -152,14 +166,19 @@ class KernelTimeCaller(timing.TimedCaller):
     def call(self, fn, inputs):
         return super().call(self.profiled.labelled(fn), inputs)
 
+    def prepare(self):
+        """Before the judge's clock around a batch starts: the batch's profile begins."""
+        self.profiled.start()
+
     def batch(self):
         return self.profiled.batch()
 
     def finish(self, answer):
         """Rewrite ``answer`` (a batch's): ``ms`` becomes each call's kernel time, ``event_ms``
-        keeps its events, ``device_activities`` counts what was tied to it; or
-        ``kernel_time_error`` says why not (the events stay)."""
-        busy, error = self.profiled.busy(len(answer["ms"]))
+        keeps its events, ``device_activities`` counts what was tied to it, ``outside`` sums up the
+        device work outside every call (outside_work.summarize); or ``kernel_time_error`` says
+        why not (the events stay)."""
+        busy, answer["outside"], error = self.profiled.read(len(answer["ms"]))
         if error:
             answer["kernel_time_error"] = error
             return answer
@@ -214,14 +233,19 @@ class QueuedBusyCaller:
     def call(self, fn, inputs):
         return self.inner.call(self.profiled.labelled(fn), inputs)
 
+    def prepare(self):
+        """Before the judge's clock around a batch starts: the batch's profile begins."""
+        self.profiled.start()
+
     def batch(self):
         return self.profiled.batch()
 
     def finish(self, answer):
         """``ms`` becomes each call's bounded busy time, ``event_ms`` keeps its events,
         ``device_activities`` counts what was tied to it, ``event_bounded`` says which calls'
-        figures the events set; or ``kernel_time_error`` says why not (the events stay)."""
-        busy, error = self.profiled.busy(len(answer["ms"]))
+        figures the events set, ``outside`` sums up the device work outside every call
+        (outside_work.summarize); or ``kernel_time_error`` says why not (the events stay)."""
+        busy, answer["outside"], error = self.profiled.read(len(answer["ms"]))
         if error:
             answer["kernel_time_error"] = error
             return answer

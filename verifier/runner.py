@@ -95,6 +95,9 @@ def _serve(read_fd, write_fd, namespaces, device_hint):
                 session.timing_setup(values["weight_seed"], values.get("start_delay_us"),
                                      values.get("inputs_on_device"))
                 answer("timing_ready", rid)
+            elif kind == "prepare":
+                session.prepare_batch(values.get("clock"))
+                answer("prepared", rid)
             elif kind == "batch":
                 seeds = values["calls"]
                 if not (isinstance(seeds, list) and all(type(s) is int and s >= 0 for s in seeds)):

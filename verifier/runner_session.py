@@ -192,26 +192,36 @@ class RunnerSession:
         # which would sit inside the judge's clock around the batch.
         self.timing_snapshot = guard.snapshot(self.ctx.namespaces)
 
-    def time_batch(self, seeds, clock=None):
-        """One batch, a call on the task's inputs for each seed, on the clock the judge asked for
-        (``clock``: ``{"clock": "gpu_time", "spin_us": S, "busy": bool, "cpus": [...]}``,
-        ``{"clock": "kernel_time", ...}``; None or anything else: the end-to-end clock), pinned to
-        the CPUs it named. What this reports is checked by the judge like every timed call."""
-        clock = clock if isinstance(clock, dict) else {}
-        pinned = self._pin(clock.get("cpus"))
-        caller = self.caller
+    def _caller_for(self, clock):
+        """The caller for the clock the judge asked for (``clock``: ``{"clock": "gpu_time",
+        "spin_us": S, "busy": bool, "cpus": [...]}``, ``{"clock": "kernel_time", ...}``; anything
+        else: the end-to-end clock), made once and kept while the clock's settings stay."""
         if clock.get("clock") == "gpu_time" and self.device == "cuda":
             spin = clock.get("spin_us")
             spin = float(spin) if isinstance(spin, (int, float)) and not isinstance(spin, bool) else 0.0
             if getattr(self.gpu_caller, "spin_us", None) != min(max(spin, 0.0), timing.MAX_QUEUE_SPIN_US):
                 self.gpu_caller = timing.QueuedLaunchCaller(self.device, spin, self.caller.flusher)
                 self.busy_caller = kernel_time.QueuedBusyCaller(self.gpu_caller)
-            caller = self.busy_caller if clock.get("busy") is True else self.gpu_caller
-        elif clock.get("clock") == "kernel_time" and self.device == "cuda":
+            return self.busy_caller if clock.get("busy") is True else self.gpu_caller
+        if clock.get("clock") == "kernel_time" and self.device == "cuda":
             if self.kernel_caller is None:
                 self.kernel_caller = kernel_time.KernelTimeCaller(self.device, self.caller.start_delay_us,
                                                                   self.caller.flusher)
-            caller = self.kernel_caller
+            return self.kernel_caller
+        return self.caller
+
+    def prepare_batch(self, clock=None):
+        """Before the judge's clock around the next batch starts, and before its seeds are sent:
+        the clock's profile of the whole batch begins (outside_work.py)."""
+        self._caller_for(clock if isinstance(clock, dict) else {}).prepare()
+
+    def time_batch(self, seeds, clock=None):
+        """One batch, a call on the task's inputs for each seed, on the clock the judge asked for
+        (``_caller_for``), pinned to the CPUs it named. What this reports is checked by the judge
+        like every timed call."""
+        clock = clock if isinstance(clock, dict) else {}
+        pinned = self._pin(clock.get("cpus"))
+        caller = self._caller_for(clock)
         self.batch_outputs = []
         answer = timing.run_batch(self.ctx.cand_call, self.make_inputs, seeds, caller, self.weights,
                                   keep=self.batch_outputs)

@@ -169,6 +169,9 @@ class TimedCaller:
         if device != "cuda":
             self.clock = "host"
 
+    def prepare(self):
+        """Before the judge's clock around a batch starts: nothing to begin on this clock."""
+
     def call(self, fn, inputs):
         """(output, event ms, host ms, host ms until the call returned)."""
         self.flusher.flush()
@@ -221,6 +224,9 @@ class QueuedLaunchCaller:
         self.flusher = flusher or L2Flusher(device)  # the end-to-end caller's: no second buffer
         self.spin_us = min(max(float(spin_us), 0.0), MAX_QUEUE_SPIN_US)
         self.spin_cycles = int(self.spin_us * _SPIN_CYCLES_PER_US)
+
+    def prepare(self):
+        """Before the judge's clock around a batch starts: nothing to begin on this clock."""
 
     def call(self, fn, inputs):
         """(output, event ms, host ms, host ms until the call returned, launch hidden)."""

@@ -195,6 +195,17 @@ def clock_allowance(allowance_rule, candidate_median_ms):
     return max(abs_ms, frac * (candidate_median_ms or 0.0))
 
 
+def judge_noise_ms(own_per_round):
+    """The noise of the judge's clock per call, from its own overhead per call in each round of
+    one clock (the same reference loop every round): the spread a difference of two such batches
+    has (sqrt 2 times a robust sigma, IQR / 1.349), reported beside the allowance so a reader can
+    see how far the allowance is from what the judge's clock can tell. 0 before three rounds."""
+    if len(own_per_round) < 3:
+        return 0.0
+    q = statistics.quantiles(own_per_round, n=4, method="inclusive")
+    return math.sqrt(2.0) * (q[2] - q[0]) / 1.349
+
+
 def median_of_rounds(per_round):
     return sorted(per_round)[len(per_round) // 2] if per_round else 0.0
 
@@ -233,7 +244,7 @@ def clocks_undecided(unaccounted, candidate_medians, allowance_rule):
     return undecided
 
 
-def unaccounted_verdict(unaccounted, timings, allowance_rule):
+def unaccounted_verdict(unaccounted, timings, allowance_rule, noise=None):
     """The judge's-clock check per clock: the median over its rounds of the runner's unaccounted
     time per call against ``clock_allowance``. Returns (report, flag or None); the report's top
     level is the clock nearest its allowance."""
@@ -245,7 +256,8 @@ def unaccounted_verdict(unaccounted, timings, allowance_rule):
             "median_ms")
         allowance = clock_allowance(allowance_rule, median)
         mid = median_of_rounds(per_round)
-        by_clock[clock] = {"median": mid, "allowance": allowance, "per_round": [round(u, 4) for u in per_round[:200]],
+        by_clock[clock] = {"median": mid, "allowance": allowance, "judge_noise_ms": (noise or {}).get(clock, 0.0),
+                           "per_round": [round(u, 4) for u in per_round[:200]],
                            "candidate_median_ms": median, "rounds": len(per_round),
                            "median_lower_bound": median_lower_bound(per_round)}
         if worst is None or mid / allowance > by_clock[worst]["median"] / by_clock[worst]["allowance"]:

@@ -39,6 +39,9 @@ class StandInQueuedCaller:
     def __init__(self, device, spin_us, flusher=None):
         self.device, self.spin_us = device, spin_us
 
+    def prepare(self):
+        pass
+
     def call(self, fn, inputs):
         h0 = time.perf_counter()
         time.sleep(min(self.spin_us, 1000.0) / 1e6)
@@ -56,10 +59,18 @@ class FakeRunner:
     queued_caller = StandInQueuedCaller
 
     def __init__(self, fn, forge=None):
-        self.fn, self.forge, self.clocks_asked, self.outputs = fn, forge, [], []
+        self.fn, self.forge, self.clocks_asked, self.outputs, self.prepared = fn, forge, [], [], None
 
     def frozen(self):
         return contextlib.nullcontext()
+
+    def caller_for(self, clock):
+        if clock.get("clock") == "gpu_time":
+            caller = self.queued_caller("cpu", clock.get("spin_us"))
+            return kernel_time.QueuedBusyCaller(caller) if clock.get("busy") is True else caller
+        if clock.get("clock") == "kernel_time":
+            return kernel_time.KernelTimeCaller("cpu")
+        return timing.TimedCaller("cpu")
 
     def request(self, kind, values=None, tensors=(), expect=None):
         values = values or {}
@@ -67,17 +78,13 @@ class FakeRunner:
             self.make = lambda seed: inp.make_timing_inputs(Task, seed, "cpu", values["inputs_on_device"])
             self.weights = timing.FingerprintWeights(values["weight_seed"], "cpu")
             return {}, []
+        if kind == "prepare":  # a profiled clock's batch: its profile starts before the batch's seeds come
+            self.prepared = self.caller_for(values.get("clock") or {})
+            self.prepared.prepare()
+            return {}, []
         if kind == "batch":
             self.clocks_asked.append(dict(values["clock"]) if values.get("clock") else None)  # as sent, not as mutated
-            clock = values.get("clock") or {}
-            if clock.get("clock") == "gpu_time":
-                caller = self.queued_caller("cpu", clock.get("spin_us"))
-                if clock.get("busy") is True:
-                    caller = kernel_time.QueuedBusyCaller(caller)
-            elif clock.get("clock") == "kernel_time":
-                caller = kernel_time.KernelTimeCaller("cpu")
-            else:
-                caller = timing.TimedCaller("cpu")
+            caller, self.prepared = self.prepared or self.caller_for(values.get("clock") or {}), None
             self.outputs = []
             answer = timing.run_batch(self.fn, self.make, values["calls"], caller, self.weights, keep=self.outputs)
             answer["clock"] = caller.clock  # as the runner's time_batch says which clock it used
