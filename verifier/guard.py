@@ -9,10 +9,13 @@
 No Django imports here: this file ships inside the verification bundle.
 """
 import builtins
+import gc
 import os
+import signal
 import sys
 import threading
 import time
+import types
 
 import torch
 
@@ -81,12 +84,46 @@ def snapshot(extra_namespaces=()):
         for key, val in list(vars(ns).items()):
             if not key.startswith("__"):
                 snap[label + "." + key] = val
+                if isinstance(val, types.FunctionType):  # a swapped __code__ keeps the function's identity
+                    snap[label + "." + key + ".__code__"] = val.__code__
+    snap.update(trigger_state(extra_namespaces))
     for label, getter in _SETTINGS:
         try:
             snap["setting:" + label] = ("value", getter())
         except Exception:
             pass
     return snap
+
+
+_SIGNALS = [getattr(signal, name) for name in ("SIGALRM", "SIGVTALRM", "SIGPROF", "SIGUSR1", "SIGUSR2", "SIGCHLD",
+                                               "SIGIO", "SIGPIPE", "SIGWINCH", "SIGURG") if hasattr(signal, name)]
+_TIMERS = [getattr(signal, name) for name in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF") if hasattr(signal, name)]
+
+
+def trigger_state(namespaces=()):
+    """Everything that makes code run when the harness does something, as settings: sys.monitoring's
+    tools with their global events and their local events on the harness's own code, gc
+    callbacks, thread trace and profile hooks, import hooks, signal handlers and interval timers.
+    A kernel could hang its early work on any of them (docs/harness.md, Threat model)."""
+    state = {"gc.callbacks": tuple(gc.callbacks), "sys.meta_path": tuple(sys.meta_path),
+             "sys.path_hooks": tuple(sys.path_hooks),
+             "threading profile and trace hooks": (getattr(threading, "_profile_hook", None),
+                                                   getattr(threading, "_trace_hook", None))}
+    for sig in _SIGNALS:
+        state["signal handler %d" % sig] = signal.getsignal(sig)
+    for timer in _TIMERS:
+        state["interval timer %d armed" % timer] = signal.getitimer(timer) != (0.0, 0.0)
+    monitoring = getattr(sys, "monitoring", None)  # Python 3.12+
+    if monitoring is not None:
+        codes = [val.__code__ for _, ns in namespaces for val in list(vars(ns).values())
+                 if isinstance(val, types.FunctionType)]
+        for tool in range(6):
+            name = monitoring.get_tool(tool)
+            local = () if name is None else tuple(sorted(
+                (code.co_qualname, events) for code in codes
+                if (events := monitoring.get_local_events(tool, code))))
+            state["sys.monitoring tool %d" % tool] = (name, monitoring.get_events(tool), local)
+    return {"setting:" + key: ("value", value) for key, value in state.items()}
 
 
 def changes(before, after):

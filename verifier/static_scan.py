@@ -77,8 +77,12 @@ INTERFERENCE = ("process_interference_in_source", [
     r"\binspect\.(?:stack|currentframe|getouterframes|getmembers)\b", r"\.f_back\b|\.f_locals\b|\.f_globals\b",
     r"__code__\s*=(?!=)", r"\bsys\.modules\b", r"/proc/", r"\bos\.(?:fork|forkpty|setsid|kill|killpg|getppid|_exit)\b",
     r"\bsignal\.(?:signal|pthread_kill|setitimer)\b", r"\batexit\b", r"\bsys\.excepthook\b",
-    r"\bctypes\b", r"\bptrace\b", r"\bgetppid\s*\(", r"\bkill\s*\(\s*getppid"],
-    "reaches into the process or the processes around the kernel (objects, frames, code, signals, /proc)")
+    r"\bctypes\b", r"\bptrace\b", r"\bgetppid\s*\(", r"\bkill\s*\(\s*getppid",
+    # hooks that run code when the harness does something (guard.trigger_state), and the profiler itself
+    r"\bsys\.monitoring\b", r"\bgc\.callbacks\b", r"\bsys\.(?:setprofile|settrace|addaudithook)\b",
+    r"\bthreading\.(?:setprofile|settrace)", r"\bsys\.(?:meta_path|path_hooks)\b", r"\.f_trace\b",
+    r"\bcupti\w*|libcupti", r"TORCH_LIBRARY_IMPL\s*\(\s*aten\b", r"Library\s*\(\s*[\"']aten[\"']"],
+    "reaches into the process or the processes around the kernel (objects, frames, code, hooks, signals, /proc)")
 
 
 def _blank(text):
