@@ -38,6 +38,7 @@ import torch
 from . import build
 from . import build_pch
 from . import checks
+from . import compute_floor
 from . import confine
 from . import device_lock
 from . import inputs as inp
@@ -273,6 +274,10 @@ class _Job:
                 self.add(f)
             if inputs is not None and timings.get("candidate", {}).get("median_ms"):
                 self._bandwidth_floor(ref_model, inputs, timings["candidate"]["median_ms"])
+                doc["checks"]["compute_floor"], below = compute_floor.check(
+                    ref_model, inputs, timings["candidate"]["median_ms"], device)
+                if below:
+                    self.add(below)
 
     def _trial(self, ref_mod, ref_model, seed, ref_samples, cand_samples):
         gold = inp.make_inputs(ref_mod, seed, self.device)
