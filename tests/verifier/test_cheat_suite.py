@@ -29,7 +29,9 @@ def test_manifest_covers_every_design_row():
                  "side_stream_work"):
         assert flag in caught_by, flag
     attacks = [e for e in ENTRIES if e.get("attack")]
-    assert len(attacks) >= 12 and all("cpu" in e["devices"] and e.get("expect_any") for e in attacks)
+    # Attacks run on the CPU too, except those on device work itself (the early launches: CUDA code)
+    assert len(attacks) >= 12 and all(("cpu" in e["devices"] or e["family"] == "work_outside_call") and
+                                      (e.get("expect_any") or e.get("expect")) for e in attacks)
     families = {e["family"] for e in attacks}
     for family in ("forge_document", "json_patch", "exit_hooks", "late_thread", "harness_patch", "gc_scavenge",
                    "measurement_detection", "proc_snoop", "signal_parent", "escape_process", "nan_wildcard",
@@ -74,7 +76,7 @@ def test_h200_results_fixture_shows_every_cheat_caught():
     rows = {r["name"]: r for r in data["summary"]}
     # the suite as it was then (harness 1.0.0); the attacks came with the judge (2.0.0)
     cuda_entries = [e for e in ENTRIES if "cuda" in e["devices"] and not e.get("attack")
-                    and e["name"] not in ADDED_WITH_KERNEL_TIME]
+                    and e["name"] not in ADDED_WITH_KERNEL_TIME | ADDED_WITH_OUTSIDE_WORK]
     assert set(rows) == {e["name"] for e in cuda_entries}
     judged = 0
     for entry in cuda_entries:
@@ -150,7 +152,11 @@ JUDGE_2_1 = ROOT / "tests" / "fixtures" / "h200" / "judge_2_1_cheat_suite.json"
 # The GPU-only entries of harness 2.3.0's kernel-time clock: their H200 results are in
 # tests/fixtures/h200/kernel_time_2_3_0.json (tests/verifier/test_kernel_time.py).
 ADDED_WITH_KERNEL_TIME = {"honest_waits_inside_cu", "kernel_time_forge_py"}
-ADDED_AFTER_2_1 = {"attack_incremental_patch_py"} | ADDED_WITH_KERNEL_TIME
+# Harness 2.6.0's early launches and the honest kernels of their size: their H200 results are in
+# tests/fixtures/h200/judge_2_6_0_outside_work.json (tests/verifier/test_outside_work.py).
+ADDED_WITH_OUTSIDE_WORK = {e["name"] for e in ENTRIES if e.get("family") == "work_outside_call" or
+                           e["task"] in ("matmul_512", "relu_small")}
+ADDED_AFTER_2_1 = {"attack_incremental_patch_py"} | ADDED_WITH_KERNEL_TIME | ADDED_WITH_OUTSIDE_WORK
 
 
 def test_judge_2_1_on_the_h200_fails_every_cuda_cheat_and_attack_and_passes_honest_kernels_untimed():

@@ -10,6 +10,7 @@ from tests.evaluator.test_h200_judge_2_1 import blocking
 from verifier import gpu_campaign, judge_timing, timing_report
 
 from .cheat_suite_halves import ENTRIES
+from .test_cheat_suite import ADDED_WITH_OUTSIDE_WORK
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "h200" / "judge_2_5_0_timing.json"
@@ -49,7 +50,7 @@ def test_every_run_is_harness_2_5_0_on_the_h200():
 def test_every_cuda_cheat_and_attack_is_caught_and_the_honest_kernels_pass():
     suite = runs()["suite"]
     docs, summary = suite["documents"], {row["name"]: row for row in suite["summary"]}
-    cuda_entries = {e["name"] for e in ENTRIES if "cuda" in e["devices"]}
+    cuda_entries = {e["name"] for e in ENTRIES if "cuda" in e["devices"]} - ADDED_WITH_OUTSIDE_WORK
     assert set(docs) == cuda_entries and len(cuda_entries) >= 53
     # The call stopped at 530 s with three timed attacks not yet timed: they pass untimed, as built to,
     # and the fourth call timed them.
