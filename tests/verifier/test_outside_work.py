@@ -180,3 +180,13 @@ def test_on_the_h200_each_early_launch_failed_on_its_outside_work_and_honest_ker
                 check = next(iter(doc["timing"]["outside_calls"].values()))
                 assert doc["verdict"] == "passed" and check["not_the_harness"] == []
                 assert check["excess_ms_per_call"] <= 0.0011  # microseconds: the allowance is 3 us
+
+
+def test_the_early_launch_attacks_share_one_block_and_differ_only_in_their_trigger():
+    # Each candidate is one file the judge loads, so the block is copied by design; it must not drift.
+    blocks = set()
+    for trigger in ("monitoring", "code_swap", "profile_hook"):
+        src = (REPO_ROOT / ("verifier/cheat_suite/candidates/attack_early_launch_%s.py" % trigger)).read_text()
+        block = src[src.index("_CUDA = r"):src.index("return _compute(list(args))")]
+        blocks.add(block.replace("cheat_suite_early_%s" % trigger, "NAME"))
+    assert len(blocks) == 1
