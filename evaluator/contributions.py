@@ -48,7 +48,8 @@ def contributions_left_today(user) -> int:
 def contribution_limits(left_today: int) -> ReadLimits:
     return ReadLimits(max_rows=min(settings.CONTRIBUTION_MAX_RECORDS, left_today),
                       max_line_bytes=settings.CONTRIBUTION_MAX_RECORD_KB * 1024,
-                      max_chunk_bytes=MAX_CHUNK_BYTES, batch_rows=16)
+                      max_chunk_bytes=MAX_CHUNK_BYTES, batch_rows=16,
+                      max_total_bytes=settings.CONTRIBUTION_MAX_MB * MIB)
 
 
 def contribution_import_upload(upload, user) -> VerificationImportSummary:

@@ -37,6 +37,9 @@ class ReadLimits:
     max_line_bytes: int = 16 * MIB  # one JSON line, or one decoded Parquet cell
     max_chunk_bytes: int = 128 * MIB  # one Parquet column chunk decoded: what pyarrow holds at once
     batch_rows: int = 64  # Parquet rows turned into Python objects at a time
+    # All lines, or all decoded text cells, together: a Parquet dictionary stores a repeated
+    # string once, so a tiny file can decode to max_rows copies of its largest cell.
+    max_total_bytes: int | None = None
 
 
 def size_text(size: int) -> str:
@@ -46,7 +49,7 @@ def size_text(size: int) -> str:
 def jsonl_lines(path: Path, limits: ReadLimits) -> Iterator[tuple[int, bytes]]:
     """(line number, bytes) of each non-blank line. A line is read at most max_line_bytes (+ its
     end) at a time, so a line without an end is refused without being held whole."""
-    rows = 0
+    rows = total = 0
     with Path(path).open("rb") as handle:
         number = 0
         while True:
@@ -63,6 +66,8 @@ def jsonl_lines(path: Path, limits: ReadLimits) -> Iterator[tuple[int, bytes]]:
             if limits.max_rows is not None and rows > limits.max_rows:
                 raise FileTooLarge(f"line {number}", f"more than {limits.max_rows} rows, the most one file may hold; "
                                                      "split it")
+            total += len(line)
+            _check_total(total, f"line {number}", limits)
             yield number, line
 
 
@@ -86,10 +91,11 @@ def parquet_rows(path: Path, limits: ReadLimits, *, columns: list[str] | None = 
                                          "hold; split it")
         wanted = [name for name in parquet.schema_arrow.names if columns is None or name in columns]
         _check_chunks(metadata, wanted, limits)
-        number = 0
+        number = total = 0
         try:
             for batch in parquet.iter_batches(batch_size=limits.batch_rows, columns=wanted):
-                _check_cells(batch, number, limits)
+                total += _check_cells(batch, number, limits)
+                _check_total(total, f"row {number + batch.num_rows}", limits)
                 for row in batch.to_pylist():
                     number += 1
                     yield number, row
@@ -110,21 +116,42 @@ def _check_chunks(metadata, wanted: list[str], limits: ReadLimits) -> None:
                     f"{size_text(limits.max_chunk_bytes)} read at once; write smaller row groups or smaller cells")
 
 
-def _check_cells(batch, first_row: int, limits: ReadLimits) -> None:
-    import pyarrow as pa
+def _check_total(total: int, where: str, limits: ReadLimits) -> None:
+    if limits.max_total_bytes is not None and total > limits.max_total_bytes:
+        raise FileTooLarge(where, f"the file holds more than {size_text(limits.max_total_bytes)} of records once "
+                                  "decoded, the most one file may; split it")
+
+
+def _check_cells(batch, first_row: int, limits: ReadLimits) -> int:
+    """Refuse a cell over the cap; the batch's text bytes, decoded."""
     import pyarrow.compute as pc
 
+    total = 0
     for name in batch.schema.names:
-        column = batch.column(name)
-        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
-                or pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
+        lengths = _cell_lengths(batch.column(name))
+        if lengths is None:
             continue
-        lengths = pc.binary_length(column)
         longest = pc.max(lengths).as_py()
         if longest is not None and longest > limits.max_line_bytes:
             row = first_row + 1 + lengths.to_pylist().index(longest)
             raise FileTooLarge(f"row {row}", f"column {name!r} holds {size_text(longest)}, over the "
                                              f"{size_text(limits.max_line_bytes)} one cell may hold")
+        total += pc.sum(lengths).as_py() or 0
+    return total
+
+
+def _cell_lengths(column):
+    """Bytes of each text or binary cell (None for other columns); a dictionary column's are its
+    entries' lengths taken by index, so no cell is copied to be measured."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = column.dictionary if pa.types.is_dictionary(column.type) else column
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+            or pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type)):
+        return None
+    lengths = pc.binary_length(values)
+    return lengths.take(column.indices) if pa.types.is_dictionary(column.type) else lengths
 
 
 def _scrubbed(exc: Exception, path: Path, shown_as: str) -> str:
