@@ -5,7 +5,7 @@ or error; a queued or running re-check is not a result yet) passed with no block
 """
 from dataclasses import dataclass
 
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 
 from ..leaderboard_query import LeaderboardQuery
 from ..models import Kernel, Task, Verification
@@ -14,8 +14,6 @@ from ..techniques import TECHNIQUES
 from ..trust_order import TRUSTED_THEN_NEWEST
 
 FINISHED_STATUSES = (Verification.Status.PASSED, Verification.Status.FAILED, Verification.Status.ERROR)
-# Newest first; PostgreSQL sorts NULLs first in a descending order, so say where they go.
-NEWEST_FIRST = (F("finished_at").desc(nulls_last=True), F("id").desc())
 
 
 @dataclass(frozen=True)
