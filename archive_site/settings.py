@@ -184,6 +184,13 @@ WORKER_KEY_FILE = env.text("ARCHIVE_WORKER_KEY_FILE") or None
 # The name its signed records carry.
 VERIFIER_NAME = env.text("ARCHIVE_VERIFIER_NAME") or f"kernel-archive worker at {socket.gethostname()}"
 
+# Contributions (evaluator/contributions.py, docs/verification_records.md): caps on one upload,
+# read record by record, and a quota of records per user per rolling 24 hours.
+CONTRIBUTION_MAX_MB = env.integer("ARCHIVE_CONTRIBUTION_MAX_MB", 16)
+CONTRIBUTION_MAX_RECORDS = env.integer("ARCHIVE_CONTRIBUTION_MAX_RECORDS", 1000)
+CONTRIBUTION_MAX_RECORD_KB = env.integer("ARCHIVE_CONTRIBUTION_MAX_RECORD_KB", 1024)
+CONTRIBUTION_DAILY_RECORDS = env.integer("ARCHIVE_CONTRIBUTION_DAILY_RECORDS", 2000)
+
 REST_FRAMEWORK = {
     # The OpenAPI schema: the one error shape on every operation, the lock only where auth is required.
     "DEFAULT_SCHEMA_CLASS": "web.schema.ArchiveAutoSchema",
@@ -195,6 +202,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_THROTTLE_RATES": {
         "reverify": env.text("ARCHIVE_THROTTLE_REVERIFY", "30/hour"),
+        # Contribution uploads and key registrations, per user.
+        "contribute": env.text("ARCHIVE_THROTTLE_CONTRIBUTE", "20/hour"),
         "downloads": env.text("ARCHIVE_THROTTLE_DOWNLOADS", "120/minute"),
         # Search embeds the query: per client address when anonymous, per user when signed in.
         "search_anon": env.text("ARCHIVE_THROTTLE_SEARCH_ANON", "30/minute"),

@@ -67,10 +67,10 @@ def verification_request_bulk(*, kernels, user=None) -> list[int]:
 
 
 def kernels_due_for_reverification(*, max_age_days: int):
-    """Kernels whose latest finished verification is older than max_age_days."""
-    latest = Verification.objects.filter(kernel=OuterRef("pk")).exclude(status__in=OPEN_STATUSES).order_by(
-        "-finished_at"
-    )
+    """Kernels whose latest finished trusted verification is older than max_age_days (a
+    contribution never stands in for the site's own re-check)."""
+    latest = (Verification.objects.filter(kernel=OuterRef("pk"), origin__in=TRUSTED_ORIGINS)
+              .exclude(status__in=OPEN_STATUSES).order_by(F("finished_at").desc(nulls_last=True)))
     cutoff = timezone.now() - timedelta(days=max_age_days)
     return Kernel.objects.annotate(last_finished=Subquery(latest.values("finished_at")[:1])).filter(
         last_finished__lt=cutoff

@@ -11,10 +11,15 @@ import json
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from kernels.ingest.bounded import FileTooLarge, NotParquet, ReadLimits, jsonl_lines, parquet_rows
+
 from .verification_records import RecordProblem, canonical_bytes
 
 PARQUET_RECORD_COLUMNS = ("record", "signature_algorithm", "signature_key_id", "signature")
 SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+# An operator's import_verifications: a record is a few KiB (the shipped ones at most 14 KiB), so
+# 4 MiB is room for a long log; rows are not capped. Uploads get tighter limits (contributions.py).
+COMMAND_LIMITS = ReadLimits(max_rows=None, max_line_bytes=4 * 1024 * 1024, max_chunk_bytes=64 * 1024 * 1024)
 
 
 def file_format_of(path: Path, requested: str = "auto") -> str:
@@ -29,54 +34,53 @@ def file_format_of(path: Path, requested: str = "auto") -> str:
                          "use .jsonl or .parquet, or pass --format") from None
 
 
-def read_records(path: Path, file_format: str = "auto") -> Iterator[tuple[str, object]]:
-    """(where, record) pairs; a line that is not JSON or a file that is not Parquet raises
-    RecordProblem naming it."""
+def read_records(path: Path, file_format: str = "auto",
+                 limits: ReadLimits = COMMAND_LIMITS) -> Iterator[tuple[str, object]]:
+    """(where, record) pairs, read lazily within `limits`; a line that is not JSON, a file that is
+    not Parquet or a cap reached raises RecordProblem naming where."""
     path = Path(path)
     if not path.is_file():
-        raise RecordProblem(str(path), "no such file")
+        raise RecordProblem(path.name, "no such file")
     file_format = file_format_of(path, file_format)
-    return _jsonl(path) if file_format == "jsonl" else _parquet(path)
+    return _jsonl(path, limits) if file_format == "jsonl" else _parquet(path, limits)
 
 
-def _jsonl(path: Path):
+def _jsonl(path: Path, limits: ReadLimits):
     try:
-        with path.open("r", encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except (ValueError, RecursionError) as exc:
-                    raise RecordProblem(f"{path.name} line {number}", f"malformed JSON: {exc}") from None
-                yield f"{path.name} line {number}", record
-    except UnicodeDecodeError as exc:
-        raise RecordProblem(path.name, f"not UTF-8 text: {exc}") from None
+        for number, line in jsonl_lines(path, limits):
+            where = f"{path.name} line {number}"
+            try:
+                record = json.loads(line.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise RecordProblem(where, f"not UTF-8 text: {exc}") from None
+            except (ValueError, RecursionError) as exc:
+                raise RecordProblem(where, f"malformed JSON: {exc}") from None
+            yield where, record
+    except FileTooLarge as too_large:
+        raise RecordProblem(f"{path.name} {too_large.where}", too_large.message) from None
 
 
-def _parquet(path: Path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def _parquet(path: Path, limits: ReadLimits):
+    rows = parquet_rows(path, limits, columns=list(PARQUET_RECORD_COLUMNS))
     try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise RecordProblem(path.name, f"not a readable Parquet file: {exc}") from None
-    missing = [name for name in PARQUET_RECORD_COLUMNS if name not in table.column_names]
-    if missing:
-        raise RecordProblem(path.name, f"not a verification-records file: no column {', '.join(missing)}")
-    columns = {name: table.column(name).to_pylist() for name in PARQUET_RECORD_COLUMNS}
-    for index in range(table.num_rows):
-        where = f"{path.name} row {index + 1}"
-        text = columns["record"][index]
-        try:
-            record = json.loads(text) if isinstance(text, str) else None
-        except (ValueError, RecursionError) as exc:
-            raise RecordProblem(where, f"record: malformed JSON: {exc}") from None
-        if isinstance(record, dict) and columns["signature"][index] is not None:
-            record["signature"] = {"algorithm": columns["signature_algorithm"][index],
-                                   "key_id": columns["signature_key_id"][index], "value": columns["signature"][index]}
-        yield where, record
+        for number, row in rows:
+            where = f"{path.name} row {number}"
+            missing = [name for name in PARQUET_RECORD_COLUMNS if name not in row]
+            if missing:
+                raise RecordProblem(path.name, f"not a verification-records file: no column {', '.join(missing)}")
+            text = row["record"]
+            try:
+                record = json.loads(text) if isinstance(text, str) else None
+            except (ValueError, RecursionError) as exc:
+                raise RecordProblem(where, f"record: malformed JSON: {exc}") from None
+            if isinstance(record, dict) and row["signature"] is not None:
+                record["signature"] = {"algorithm": row["signature_algorithm"], "key_id": row["signature_key_id"],
+                                       "value": row["signature"]}
+            yield where, record
+    except FileTooLarge as too_large:
+        raise RecordProblem(f"{path.name} {too_large.where}", too_large.message) from None
+    except NotParquet as unreadable:
+        raise RecordProblem(path.name, f"not a readable Parquet file: {unreadable}") from None
 
 
 def write_records(path: Path, records: Iterable[dict], file_format: str = "auto") -> int:

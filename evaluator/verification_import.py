@@ -14,37 +14,64 @@ evaluator/verification_results.fields_from_result, as the worker's do.
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
+from typing import Iterable
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
+from django.utils import timezone
 
+from kernels.ingest.bounded import ReadLimits
 from kernels.models import TRUSTED_ORIGINS, Kernel, Task, Verification, VerifierKey
 from kernels.page_cache import archive_changed
 from kernels.services import task_flags_merge
 
 from .services import kernel_verification_state_refresh
+from .record_types import check_result_types
 from .task_timing import is_timing_task_flag
-from .verification_files import read_records
+from .verification_files import COMMAND_LIMITS, read_records
 from .verification_records import (
     RecordProblem, check_record_shape, load_trusted_keys, parse_time, public_key_from_text, record_sha256,
     signature_is_valid,
 )
 from .verification_results import fields_from_result
 
-MAX_PROBLEMS_REPORTED = 200
+# An answer names this many problems and counts the rest: a file of five million bad lines
+# once produced a 424 MB error body.
+MAX_PROBLEMS_REPORTED = 50
+# A signer's clock may run a little ahead of ours; a record dated further ahead is refused (a
+# record dated 2099 once headed the home page's newest verifications for good).
+CLOCK_SKEW = timedelta(minutes=10)
 
 
 class VerificationImportError(Exception):
-    """The file was refused; `problems` names every record that is wrong and why."""
+    """The file was refused; `problems` names the first MAX_PROBLEMS_REPORTED problems, the last
+    line counting the rest."""
 
-    def __init__(self, problems: list[str], *, records_read: int = 0):
-        self.problems = problems
+    def __init__(self, problems: list[str], *, records_read: int = 0, total: int | None = None):
+        total = len(problems) if total is None else total
+        self.problems = problems[:MAX_PROBLEMS_REPORTED]
+        if total > len(self.problems):
+            self.problems.append(f"... and {total - len(self.problems)} more problem(s) not listed")
         self.records_read = records_read
-        shown = "\n".join(f"  {problem}" for problem in problems[:MAX_PROBLEMS_REPORTED])
-        super().__init__(f"refused: {len(problems)} problem(s) in {records_read} record(s) read; "
+        shown = "\n".join(f"  {problem}" for problem in self.problems)
+        super().__init__(f"refused: {total} problem(s) in {records_read} record(s) read; "
                          f"nothing was imported\n{shown}")
+
+
+class _Problems:
+    """Every problem counted, the first MAX_PROBLEMS_REPORTED kept."""
+
+    def __init__(self):
+        self.kept: list[str] = []
+        self.total = 0
+
+    def add(self, problem: str) -> None:
+        self.total += 1
+        if len(self.kept) < MAX_PROBLEMS_REPORTED:
+            self.kept.append(problem)
 
 
 @dataclass
@@ -80,54 +107,73 @@ class _Checked:
 
 
 def verification_import_file(*, path: Path, file_format: str = "auto", keep_unsigned: bool = False,
-                             skip_missing_kernels: bool = False, contributor=None) -> VerificationImportSummary:
-    """Import a JSONL or Parquet file of signed records (docs/verification_records.md)."""
-    try:
-        records = list(read_records(Path(path), file_format))
-    except RecordProblem as problem:
-        raise VerificationImportError([str(problem)]) from None
-    return verification_import_records(records=records, keep_unsigned=keep_unsigned,
-                                       skip_missing_kernels=skip_missing_kernels, contributor=contributor)
+                             skip_missing_kernels: bool = False, contributor=None,
+                             limits: ReadLimits = COMMAND_LIMITS) -> VerificationImportSummary:
+    """Import a JSONL or Parquet file of signed records (docs/verification_records.md), read
+    record by record within `limits`."""
+    return verification_import_records(records=read_records(Path(path), file_format, limits),
+                                       keep_unsigned=keep_unsigned, skip_missing_kernels=skip_missing_kernels,
+                                       contributor=contributor)
 
 
-def verification_import_records(*, records: list[tuple[str, object]], keep_unsigned: bool = False,
+def verification_import_records(*, records: Iterable[tuple[str, object]], keep_unsigned: bool = False,
                                 skip_missing_kernels: bool = False, contributor=None) -> VerificationImportSummary:
-    """`records`: (where, record) pairs. `contributor`: a user uploading their own results; then
-    only their own registered keys (and the site's trusted keys) are accepted."""
-    summary = VerificationImportSummary(records_read=len(records))
-    problems: list[str] = []
+    """`records`: (where, record) pairs, read lazily (a RecordProblem the reader raises ends the
+    reading and refuses the file). `contributor`: a user uploading their own results; then only
+    their own registered keys are accepted, never the site's trusted ones."""
+    summary = VerificationImportSummary()
+    problems = _Problems()
+    shaped = _shaped(records, summary, problems)
+    if problems.total:
+        raise VerificationImportError(problems.kept, records_read=summary.records_read, total=problems.total)
     trusted = _trusted_keys()
     contributor_keys = _contributor_keys(contributor)
-    shaped = []
-    for where, record in records:
-        try:
-            check_record_shape(record, where)
-        except RecordProblem as problem:
-            problems.append(str(problem))
-            continue
-        shaped.append((where, record))
     kernels = _kernels_of([record for _, record in shaped])
     checked: list[_Checked] = []
     for where, record in shaped:
-        origin, name, problem = _vouched_for(record, trusted, contributor_keys)
+        origin, name, problem = _vouched_for(record, trusted, contributor_keys, contributor)
         if problem and keep_unsigned and contributor is None:
             origin, name, problem = Verification.Origin.UNSIGNED, f"{record['verifier']['name']} (unsigned)", None
             summary.kept_unsigned += 1
         if problem:
-            problems.append(f"{where}: {problem}")
+            problems.add(f"{where}: {problem}")
             continue
         kernel_id, problem = _kernel_of(record["kernel"], kernels)
         if problem and skip_missing_kernels:
             summary.skipped_missing_kernel += 1
             continue
         if problem:
-            problems.append(f"{where}: {problem}")
+            problems.add(f"{where}: {problem}")
             continue
         checked.append(_Checked(where, record, kernel_id, origin, name, record_sha256(record)))
-    if problems:
-        raise VerificationImportError(problems, records_read=len(records))
+    if problems.total:
+        raise VerificationImportError(problems.kept, records_read=summary.records_read, total=problems.total)
     _store(checked, summary, contributor)
     return summary
+
+
+def _shaped(records, summary: VerificationImportSummary, problems: _Problems) -> list[tuple[str, dict]]:
+    """Read every record and check its fields; once one is wrong the file is lost, so later
+    records are checked (and their problems counted) but no longer kept."""
+    shaped = []
+    latest_allowed = timezone.now() + CLOCK_SKEW
+    try:
+        for where, record in records:
+            summary.records_read += 1
+            try:
+                check_record_shape(record, where)
+                check_result_types(record["result"], where)
+                if parse_time(record["verified_at"]) > latest_allowed:
+                    raise RecordProblem(where, f"verified_at {record['verified_at'][:40]!r} is in the future: "
+                                               "a result cannot be dated after it reached this site")
+            except RecordProblem as problem:
+                problems.add(str(problem))
+                continue
+            if not problems.total:
+                shaped.append((where, record))
+    except RecordProblem as unreadable:  # the reader stopped: a line that is not JSON, a cap reached
+        problems.add(str(unreadable))
+    return shaped
 
 
 def _trusted_keys():
@@ -144,12 +190,17 @@ def _contributor_keys(contributor) -> dict:
     return {key.key_id: key for key in keys}
 
 
-def _vouched_for(record: dict, trusted: dict, contributor_keys: dict) -> tuple[str, str, str | None]:
+def _vouched_for(record: dict, trusted: dict, contributor_keys: dict, contributor) -> tuple[str, str, str | None]:
     """(origin, verifier name to show, problem or None)."""
     signature = record.get("signature")
     key_id = record["verifier"]["key_id"]
     if signature is None:
         return "", "", "the record is not signed"
+    if key_id in trusted and contributor is not None:
+        # The site's own results come in through an operator's import_verifications only: one that
+        # staff deleted must not come back through the contributors' door.
+        return "", "", (f"signed by {trusted[key_id].owner}'s key {key_id}, one of this site's trusted keys: "
+                        "the site's own results are not taken as contributions")
     if key_id in trusted:
         if not signature_is_valid(record, trusted[key_id].public_key):
             return "", "", (f"the signature does not match the record (signed by trusted key {key_id}, "
@@ -210,10 +261,6 @@ def _store(checked: list[_Checked], summary: VerificationImportSummary, contribu
         rows.append(_row(item, contributor))
         summary.by_origin[item.origin] = summary.by_origin.get(item.origin, 0) + 1
     created = Verification.objects.bulk_create(rows, batch_size=200)
-    # created_at is auto_now_add; an imported result is as old as its run, so lists of the
-    # newest verifications order it where it belongs.
-    Verification.objects.filter(id__in=[row.id for row in created]).update(created_at=F("finished_at"),
-                                                                           started_at=F("finished_at"))
     summary.added = len(created)
     trusted_rows = [row for row in created if row.origin in TRUSTED_ORIGINS]
     _merge_task_flags(trusted_rows)
@@ -226,13 +273,19 @@ def _store(checked: list[_Checked], summary: VerificationImportSummary, contribu
 
 
 def _row(item: _Checked, contributor) -> Verification:
+    """created_at is when this site received the record. The signer's verified_at is kept as
+    claimed_at; it dates the run (finished_at) only when a trusted key vouches for it: a
+    contribution or an unsigned record is as new as its arrival, whatever it says."""
     record = item.record
     unsigned = {key: value for key, value in record.items() if key != "signature"}
     signature = record.get("signature") or {}
-    finished = parse_time(record["verified_at"])
+    claimed = parse_time(record["verified_at"])
+    received = timezone.now()
+    finished = claimed if item.origin in TRUSTED_ORIGINS else received
     return Verification(
         kernel_id=item.kernel_id, origin=item.origin, **fields_from_result(record["result"]),
-        result=record["result"], bundle_sha256=record["bundle_sha256"], finished_at=finished,
+        result=record["result"], bundle_sha256=record["bundle_sha256"], claimed_at=claimed,
+        started_at=finished, finished_at=finished,
         verifier_name=item.verifier_name[:255], verifier_key_id=record["verifier"]["key_id"],
         signed_record=json.dumps(unsigned, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
         signature=str(signature.get("value") or "")[:128], record_sha256=item.sha,

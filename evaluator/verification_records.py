@@ -224,7 +224,9 @@ def check_record_shape(record, where: str) -> None:
     if not isinstance(result.get("flags", []), list) or any(
             not isinstance(flag, dict) or not isinstance(flag.get("name"), str) for flag in result.get("flags", [])):
         raise RecordProblem(where, "result.flags must be a list of {name, blocking, evidence}")
-    versions = result.get("versions") if isinstance(result.get("versions"), dict) else {}
+    if not isinstance(result.get("versions", {}), dict):
+        raise RecordProblem(where, "result.versions must be an object")
+    versions = result.get("versions") or {}
     harness = _require(record, "harness", dict, where)
     for field, expected in (("harness.version", versions.get("harness")), ("harness.sha256", versions.get("harness_sha256")),
                             ("gpu", versions.get("gpu")), ("driver", versions.get("driver"))):

@@ -12,9 +12,10 @@ from web.throttles import throttled_page
 
 from . import selectors, services
 from .gpu_binary_page import listing_text
-from .api import ReverifyThrottle
-from .contributions import contribution_import_upload
+from .api import ContributeThrottle, ReverifyThrottle
+from .contributions import ContributionRefused, contribution_import_upload
 from .kernel_bundles import bundle_download_response
+from .key_challenges import key_challenge_issue
 from .verifier_keys import KeyRefused, verifier_key_register
 
 
@@ -47,15 +48,20 @@ def kernel_reverify_page(request, kernel_id: int):
 def contribute_page(request):
     return render(request, "evaluator/contribute.html", {
         "keys": VerifierKey.objects.filter(user=request.user), "problems": request.session.pop("contribute_problems", []),
+        "challenge": key_challenge_issue(request.user),
     })
 
 
 @login_required
 @require_POST
 def contribute_key_page(request):
+    if throttled := throttled_page(request, [ContributeThrottle], "key registrations and uploads"):
+        return throttled
     try:
         key = verifier_key_register(user=request.user, public_key=request.POST.get("public_key", ""),
                                     owner_name=request.POST.get("owner_name", ""),
+                                    challenge=request.POST.get("challenge", ""),
+                                    signature=request.POST.get("signature", ""),
                                     trusted_keys_file=settings.TRUSTED_KEYS_FILE)
         messages.info(request, f"Key {key.key_id} registered for {key.owner_name}.")
     except KeyRefused as refused:
@@ -70,9 +76,12 @@ def contribute_upload_page(request):
     if upload is None:
         messages.error(request, "choose a file of signed records to upload")
         return redirect("contribute")
-    summary, problems = contribution_import_upload(upload, request.user)
-    if problems:
-        request.session["contribute_problems"] = problems[:200]
+    if throttled := throttled_page(request, [ContributeThrottle], "key registrations and uploads"):
+        return throttled
+    try:
+        summary = contribution_import_upload(upload, request.user)
+    except ContributionRefused as refused:
+        request.session["contribute_problems"] = refused.problems
         messages.error(request, "Refused: nothing was imported.")
     else:
         messages.info(request, f"{summary.added} verification(s) added, {summary.already_present} already there.")

@@ -1,8 +1,8 @@
 """Plotly figures (data and layout dicts) for the pages; static/js/charts.js draws them.
 
 Figures reach the page through json_script, never as inline code. Archive text inside a
-figure (kernel names in hover labels) is HTML-escaped first: plotly reads labels as a
-small HTML dialect, and escaped text becomes a plain text node.
+figure (kernel names in hover labels, GPU names in legends) is HTML-escaped first: plotly reads
+labels as a small HTML dialect (<a href> included), and escaped text becomes a plain text node.
 """
 import html
 import math
@@ -96,7 +96,9 @@ def claimed_vs_remeasured(points: list[dict]) -> dict:
     a claim from an H100 and a re-measurement on an H200 are not the same experiment."""
     series: dict[str, list[dict]] = {}
     for point in points:
-        label = f"claimed on {point['claimed_gpu'] or 'an unstated GPU'}, re-measured on {point['remeasured_gpu'] or '?'}"
+        # The GPU names are archive and record text: escaped, a legend entry is plain text, never a live link.
+        label = html.escape(f"claimed on {point['claimed_gpu'] or 'an unstated GPU'}, "
+                            f"re-measured on {point['remeasured_gpu'] or '?'}")
         series.setdefault(label, []).append(point)
     data = []
     for index, (label, group) in enumerate(sorted(series.items())):

@@ -291,6 +291,9 @@ class Verification(models.Model):
     signed_record = models.TextField(blank=True, default="")
     signature = models.CharField(max_length=128, blank=True, default="")
     record_sha256 = models.CharField(max_length=64, blank=True, default="")
+    # A signed record's own verified_at, as its signer claims it. created_at is when this site
+    # received the row; only a trusted signer's claim also dates the run (finished_at).
+    claimed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

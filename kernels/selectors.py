@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404
 from . import ranking
 from .leaderboard_query import LeaderboardQuery
 from .models import Kernel, Task, TaskVersion, Verification
+from .trust_order import TRUSTED_THEN_NEWEST
 from .page_cache import (
     HARDWARE_CACHE_KEY, LEVELS_CACHE_KEY, OVERVIEW_CACHE_KEY, archive_version, cache_is_shared,
 )
@@ -251,7 +252,8 @@ def best_kernel_of_task(task_id: int) -> Kernel | None:
 
 
 def kernel_verifications(kernel_id: int):
-    return Verification.objects.filter(kernel_id=kernel_id).order_by("-created_at", "-id")
+    """A kernel's history: trusted runs first, newest first, then contributions, then unsigned."""
+    return Verification.objects.filter(kernel_id=kernel_id).order_by(*TRUSTED_THEN_NEWEST)
 
 
 def top_kernels(limit: int = 10):
@@ -263,12 +265,14 @@ def top_kernels(limit: int = 10):
 
 
 def newest_verifications(limit: int = 10):
+    """The home page's list: trusted runs first, newest first (kernels/trust_order.py); a
+    contribution shows only after them, badged."""
     return (
         Verification.objects.select_related("kernel__task")
         .only("id", "status", "gpu_name", "speedup_eager", "speedup_compile", "flags", "created_at", "finished_at",
               "origin", "verifier_name", "harness_version", "kernel__id", "kernel__name", "kernel__task__level",
               "kernel__task__task_number")
-        .order_by("-created_at", "-id")[:limit]
+        .order_by(*TRUSTED_THEN_NEWEST)[:limit]
     )
 
 

@@ -128,4 +128,4 @@ class VerificationSerializer(serializers.ModelSerializer):
                   "gpu_name", "device", "versions", "harness_version", "seeds", "trials", "tolerance",
                   "max_abs_error", "max_rel_error", "timings", "runtime_ms", "eager_runtime_ms",
                   "compile_runtime_ms", "speedup_eager", "speedup_compile", "flags", "has_blocking_flag",
-                  "bundle_sha256", "log", "phases", "created_at", "started_at", "finished_at"]
+                  "bundle_sha256", "log", "phases", "created_at", "started_at", "finished_at", "claimed_at"]

@@ -110,7 +110,8 @@ def test_the_schema_documents_the_error_shape_and_locks_only_what_needs_auth(cli
     schema = client.get("/api/schema/?format=json").json()
     assert "ApiError" in schema["components"]["schemas"]
     needs_auth = {("post", "/api/imports/"), ("post", "/api/kernels/{kernel_id}/reverify/"),
-                  ("post", "/api/verifications/contribute/"), ("post", "/api/verifier-keys/")}
+                  ("post", "/api/verifications/contribute/"), ("post", "/api/verifier-keys/"),
+                  ("get", "/api/verifier-keys/challenge/")}
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
             where = f"{method.upper()} {path}"

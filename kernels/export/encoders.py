@@ -77,8 +77,22 @@ def jsonl_chunks(batches: Batches, *, archive_compatible: bool) -> Iterator[byte
             yield "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
 
 
+# A spreadsheet reads a cell starting with one of these as a formula (=HYPERLINK(...) in a
+# kernel's name became a live link): such text cells get a leading single quote, which the
+# spreadsheet shows as text (OWASP's advice on CSV injection). Numbers are left as they are.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """A CSV cell that is data, never a formula."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def csv_chunks(batches: Batches, *, archive_compatible: bool) -> Iterator[bytes]:
-    """RFC 4180 CSV with a header; nulls are empty fields, lists are JSON text."""
+    """RFC 4180 CSV with a header; nulls are empty fields, lists are JSON text; text that a
+    spreadsheet would run as a formula starts with a single quote (csv_cell)."""
     names = column_names(archive_compatible=archive_compatible)
     nested = [name for name in names if name in NESTED_COLUMNS]
     buffer = io.StringIO()
@@ -88,7 +102,7 @@ def csv_chunks(batches: Batches, *, archive_compatible: bool) -> Iterator[bytes]
         for row in rows:
             for name in nested:
                 row[name] = json.dumps(row[name])
-            writer.writerow(row.values())
+            writer.writerow([csv_cell(value) for value in row.values()])
         yield buffer.getvalue().encode("utf-8")
         buffer.seek(0)
         buffer.truncate()

@@ -28,7 +28,7 @@ _KERNEL_FIELDS = (
 _VERIFICATION_FIELDS = (
     "id", "kernel_id", "status", "flags", "runtime_ms", "eager_runtime_ms", "compile_runtime_ms", "speedup_eager",
     "speedup_compile", "max_abs_error", "max_rel_error", "gpu_name", "harness_version", "versions",
-    "bundle_sha256", "finished_at", "timings", "device",
+    "bundle_sha256", "finished_at", "timings", "device", "origin", "verifier_name",
 )
 
 
@@ -133,6 +133,8 @@ def site_columns(kernel, latest) -> dict:
         )
     return row | {
         "Verification_Status": latest.status,
+        "Verification_Origin": latest.origin,
+        "Verification_Verifier": "this site's worker" if latest.origin == "worker" else latest.verifier_name or None,
         "Verification_Runtime": latest.runtime_ms,
         "Verification_Native_Runtime": latest.eager_runtime_ms,
         "Verification_Compile_Runtime": latest.compile_runtime_ms,

@@ -40,7 +40,11 @@ EXTRA_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("Hardware", pa.string(), "GPU the claimed numbers were measured on, when known"),
     ("Technique_Tags", pa.list_(pa.string()), "techniques detected in the code (shared_memory_tiling, warp_shuffle, ...)"),
     ("Verified", pa.bool_(), "the latest finished re-verification passed with no blocking flag"),
-    ("Verification_Status", pa.string(), "passed, failed or error: the latest finished re-verification; null if none"),
+    ("Verification_Status", pa.string(), "passed, failed or error: the latest finished re-verification, a trusted one "
+     "(this site's worker or a trusted signer) before any contribution; null if none"),
+    ("Verification_Origin", pa.string(), "who vouches for it: worker (this site), imported (a trusted signer), "
+     "contributed (a user's key: shown, never ranked) or unsigned"),
+    ("Verification_Verifier", pa.string(), "the name it is credited to (a contributor's own name for a contribution)"),
     ("Verification_Runtime", pa.float64(), "re-measured kernel runtime, ms (median)"),
     ("Verification_Native_Runtime", pa.float64(), "re-measured eager PyTorch runtime, ms (median, same process)"),
     ("Verification_Compile_Runtime", pa.float64(), "re-measured torch.compile runtime, ms (median, same process)"),

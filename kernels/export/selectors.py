@@ -5,16 +5,15 @@ or error; a queued or running re-check is not a result yet) passed with no block
 """
 from dataclasses import dataclass
 
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 
 from ..leaderboard_query import LeaderboardQuery
 from ..models import Kernel, Task, Verification
 from ..selectors import filter_kernels
 from ..techniques import TECHNIQUES
+from ..trust_order import TRUSTED_THEN_NEWEST
 
 FINISHED_STATUSES = (Verification.Status.PASSED, Verification.Status.FAILED, Verification.Status.ERROR)
-# Newest first; PostgreSQL sorts NULLs first in a descending order, so say where they go.
-NEWEST_FIRST = (F("finished_at").desc(nulls_last=True), F("id").desc())
 
 
 @dataclass(frozen=True)
@@ -85,6 +84,8 @@ def export_levels(filters: ExportFilters) -> list[int]:
 
 
 def latest_finished_verifications():
-    """Finished verifications, newest first per kernel: prefetch this and take the first."""
-    return Verification.objects.filter(status__in=FINISHED_STATUSES).order_by("kernel_id", *NEWEST_FIRST)
+    """Finished verifications per kernel, trusted ones first and newest first among those
+    (kernels/trust_order.py): prefetch this and take the first. A contribution is taken only
+    where no trusted run exists, and its row says so (Verification_Origin)."""
+    return Verification.objects.filter(status__in=FINISHED_STATUSES).order_by("kernel_id", *TRUSTED_THEN_NEWEST)
 

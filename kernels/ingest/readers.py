@@ -9,9 +9,16 @@ from pathlib import Path
 from typing import Iterator
 
 from . import hub, kernelbench_folders
+from .bounded import FileTooLarge, NotParquet, ReadLimits, jsonl_lines, parquet_rows
 from .errors import RowError, UnreadableRow
 
 __all__ = ["ImportOptions", "Source", "UnreadableRow", "open_source"]
+
+# An archive row holds a kernel, its reference and three profiles: tens of KiB in the published
+# archive. 16 MiB a row and 128 MiB a Parquet column chunk refuse a decompression bomb before it
+# is decoded while leaving any real archive room (ARCHIVE_MAX_UPLOAD_MB bounds uploads as well).
+ARCHIVE_LIMITS = ReadLimits(max_rows=None, max_line_bytes=16 * 1024 * 1024, max_chunk_bytes=128 * 1024 * 1024,
+                            batch_rows=256)
 
 
 @dataclass(frozen=True)
@@ -127,19 +134,18 @@ def open_source(path, options: ImportOptions | None = None) -> Source:
 
 
 def _jsonl_rows(path: Path):
-    with path.open("r", encoding="utf-8", errors="strict") as handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = f"line {number}"
-                try:
-                    row = json.loads(line)
-                except (ValueError, RecursionError) as exc:  # JSONDecodeError, over-long integers, deep nesting
-                    raise UnreadableRow(RowError(path.name, where, "(json)", f"malformed JSON: {exc}")) from None
-                yield where, row
-        except UnicodeDecodeError as exc:
-            raise UnreadableRow(RowError(path.name, "(file)", "(encoding)", f"not UTF-8: {exc}")) from None
+    try:
+        for number, line in jsonl_lines(path, ARCHIVE_LIMITS):
+            where = f"line {number}"
+            try:
+                row = json.loads(line.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise UnreadableRow(RowError(path.name, where, "(encoding)", f"not UTF-8: {exc}")) from None
+            except (ValueError, RecursionError) as exc:  # JSONDecodeError, over-long integers, deep nesting
+                raise UnreadableRow(RowError(path.name, where, "(json)", f"malformed JSON: {exc}")) from None
+            yield where, row
+    except FileTooLarge as too_large:
+        raise UnreadableRow(RowError(path.name, too_large.where, "(size)", too_large.message)) from None
 
 
 def _parquet_files(folder: Path) -> list[Path]:
@@ -153,15 +159,16 @@ def _parquet_total(files: list[Path]) -> int:
 
 
 def _parquet_rows(path: Path):
-    import pyarrow.parquet as pq
-
     files = [path] if path.is_file() else _parquet_files(path)
     for file in files:
-        index = 0
-        for batch in pq.ParquetFile(file).iter_batches(batch_size=1000):
-            for row in batch.to_pylist():
-                yield f"{file.name} row {index}", row
-                index += 1
+        try:
+            for number, row in parquet_rows(file, ARCHIVE_LIMITS):
+                yield f"{file.name} row {number - 1}", row
+        except FileTooLarge as too_large:
+            raise UnreadableRow(RowError(file.name, too_large.where, "(size)", too_large.message)) from None
+        except NotParquet as unreadable:
+            raise UnreadableRow(RowError(file.name, "(file)", "(parquet)",
+                                         f"not a readable Parquet file: {unreadable}")) from None
 
 
 def _hf_splits(path: Path):

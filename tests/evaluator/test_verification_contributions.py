@@ -14,6 +14,8 @@ from evaluator.verification_records import new_private_key, private_key_pem, pub
 from kernels.models import Kernel, Verification
 from kernels.services import archive_import_file
 
+from .contributor import register_key
+
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "evaluator" / "h200_results" / "demo_archive_h200.jsonl"
 
@@ -54,8 +56,7 @@ def test_a_signed_in_user_contributes_a_result_from_their_own_gpu(demo, tmp_path
     records = _my_run(tmp_path, kernel, key=key)
     assert client.post("/api/verifier-keys/", {"public_key": public_key_text(key.public_key())}).status_code in (401, 403)
     client.force_login(alice)
-    response = client.post("/api/verifier-keys/", {"public_key": public_key_text(key.public_key()),
-                                                   "owner_name": "Alice Example"})
+    response = register_key(client, key, "Alice Example")
     assert response.status_code == 201, response.content
     with records.open("rb") as handle:
         response = client.post("/api/verifications/contribute/", {"file": handle})
@@ -76,7 +77,7 @@ def test_a_record_signed_with_someone_elses_key_is_refused(demo, tmp_path, clien
     alice, mallory = User.objects.create_user("alice"), User.objects.create_user("mallory")
     key = new_private_key()
     client.force_login(alice)
-    assert client.post("/api/verifier-keys/", {"public_key": public_key_text(key.public_key())}).status_code == 201
+    assert register_key(client, key).status_code == 201
     records = _my_run(tmp_path, demo["relu_float4_grid_stride"], key=key, name="Mallory")
     client.force_login(mallory)
     with records.open("rb") as handle:
@@ -89,9 +90,10 @@ def test_a_record_signed_with_someone_elses_key_is_refused(demo, tmp_path, clien
 def test_the_sites_trusted_key_cannot_be_registered_and_bad_keys_say_why(demo, client):
     client.force_login(User.objects.create_user("bob"))
     trusted = json.loads((REPO / "evaluator" / "trusted_keys.json").read_text())["keys"][0]["public_key"]
-    response = client.post("/api/verifier-keys/", {"public_key": trusted})
+    unproven = {"challenge": "none", "signature": "none"}  # refused before the proof is looked at
+    response = client.post("/api/verifier-keys/", {"public_key": trusted, **unproven})
     assert response.status_code == 400 and "trusted keys" in response.json()["detail"]
-    response = client.post("/api/verifier-keys/", {"public_key": "not a key"})
+    response = client.post("/api/verifier-keys/", {"public_key": "not a key", **unproven})
     assert response.status_code == 400 and "public_key" in response.json()["detail"]
 
 
