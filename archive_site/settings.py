@@ -4,6 +4,7 @@ Embedded default: SQLite and Huey on SQLite under ARCHIVE_DATA_DIR.
 At scale: PostgreSQL via DATABASE_URL and Huey on Redis via REDIS_URL.
 """
 import socket
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -37,6 +38,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "huey.contrib.djhuey",
+    # Failed sign-ins counted per client address and per user name on every login page, the
+    # admin's included (django-axes; ACCOUNT_LOGIN_* below, docs/accounts.md).
+    "axes",
     "kernels",
     "search",
     "evaluator",
@@ -57,6 +61,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Bundle and export downloads of the pages share the API's "downloads" throttle.
     "archive_site.security.DownloadThrottleMiddleware",
+    # Last: turns a sign-in refused for too many failures into the 429 page (accounts/lockout.py).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "archive_site.urls"
@@ -270,6 +276,24 @@ LOGGING = {
 # in development (DJANGO_DEBUG=1), SMTP otherwise; tests use locmem (pytest-django).
 INSTALLED_APPS.append("accounts")
 LOGIN_URL = "login"
+# Links in mails (sign-up, password reset) start with this, never with the request's Host header,
+# which a client chooses (with DJANGO_ALLOWED_HOSTS='*', any). `check --deploy` warns while unset.
+SITE_URL = env.site_url("ARCHIVE_SITE_URL", "http://127.0.0.1:8000")
+SITE_URL_IS_SET = env.is_set("ARCHIVE_SITE_URL")
+# django-axes checks passwords first, so a client past the limit is refused before any password is tried.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.integer("ARCHIVE_LOGIN_FAILURE_LIMIT", 30)
+AXES_COOLOFF_TIME = timedelta(minutes=env.integer("ARCHIVE_LOGIN_COOLOFF_MINUTES", 60))
+# Counted per client address and, separately, per user name: many names from one address, or one
+# name from many addresses, both stop. The address is the throttles' (ARCHIVE_NUM_PROXIES).
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_CLIENT_IP_CALLABLE = "web.throttles.client_address"
+AXES_LOCKOUT_CALLABLE = "accounts.lockout.locked_out_response"
+# A success must not wipe an address's failures (a guesser with an account of their own would reset them).
+AXES_RESET_ON_SUCCESS = False
+# Failures only; no row per successful sign-in.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
 LOGIN_REDIRECT_URL = "account"
 LOGOUT_REDIRECT_URL = "home"
 EMAIL_BACKEND = env.text("DJANGO_EMAIL_BACKEND") or (

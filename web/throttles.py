@@ -9,7 +9,15 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
 from django.shortcuts import render
 from rest_framework.settings import api_settings
-from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
+from rest_framework.throttling import AnonRateThrottle, BaseThrottle, SimpleRateThrottle, UserRateThrottle
+
+from .api_errors import error_response
+
+
+def client_address(request) -> str:
+    """The client's address as every limit of the site sees it (throttles, sign-in lock-outs):
+    REMOTE_ADDR, or what ARCHIVE_NUM_PROXIES proxies put into X-Forwarded-For."""
+    return BaseThrottle().get_ident(request)
 
 
 class _RateFromSettings:
@@ -61,6 +69,17 @@ def throttled_page(request, throttles, what: str) -> HttpResponse | None:
             response["Retry-After"] = str(wait + 1)
             return response
     return None
+
+
+def limit_response(request, *, status: int, detail: str, wait_s: int) -> HttpResponse:
+    """A request refused by a limit, with Retry-After: the API's error shape under /api/, else the
+    styled page (429.html, or 503.html when the server is busy rather than the client over budget)."""
+    if request.path.startswith("/api/"):
+        return error_response(status, detail, code="throttled" if status == 429 else "busy", retry_after=wait_s,
+                              headers={"Retry-After": str(wait_s)})
+    response = render(request, f"{status}.html", {"detail": detail}, status=status)
+    response["Retry-After"] = str(wait_s)
+    return response
 
 
 def throttled_search_page(request) -> HttpResponse | None:
