@@ -59,8 +59,11 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Bundle and export downloads of the pages share the API's "downloads" throttle.
+    # Bundle and export downloads of the pages share the API's "downloads" throttle; every
+    # expensive door (export, filtered leaderboard, search, map data) costs units of a budget
+    # per client and per user, and a few at once per process (archive_site/security.py).
     "archive_site.security.DownloadThrottleMiddleware",
+    "archive_site.security.ExpensiveRequestMiddleware",
     # Last: turns a sign-in refused for too many failures into the 429 page (accounts/lockout.py).
     "axes.middleware.AxesMiddleware",
 ]
@@ -212,6 +215,15 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
+# Expensive doors (export, filtered leaderboard, regex and meaning search, map data; costs in
+# archive_site/security.py): units a minute per client address, and per user for signed-in
+# requests, counted in the cache (Redis with REDIS_URL); past them 429 with Retry-After.
+EXPENSIVE_UNITS_PER_MINUTE_ANON = env.integer("ARCHIVE_EXPENSIVE_UNITS_ANON", 60)
+EXPENSIVE_UNITS_PER_MINUTE_USER = env.integer("ARCHIVE_EXPENSIVE_UNITS_USER", 120)
+# At most this many expensive requests at once in one web process (a streamed export holds its
+# place until its last byte); one more gets 503 with Retry-After at once instead of queueing in
+# front of plain pages. 0 turns the cap off.
+EXPENSIVE_CONCURRENCY = env.integer("ARCHIVE_EXPENSIVE_CONCURRENCY", 1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Kernel archive API",
     "DESCRIPTION": "Machine-generated GPU kernels, their claimed and re-measured numbers.",

@@ -1,10 +1,15 @@
-"""Throttles of search and downloads (rates in settings.REST_FRAMEWORK, from ARCHIVE_THROTTLE_*).
+"""Throttles of search and downloads (rates in settings.REST_FRAMEWORK, from ARCHIVE_THROTTLE_*),
+and the cost budget of expensive requests (settings.EXPENSIVE_UNITS_PER_MINUTE_*).
 
 DRF's throttles read their rates once, when their class is defined; these read them when
 a request is checked, so a changed setting (a test's override) takes effect. The client of
 an anonymous request is its REMOTE_ADDR, or the address NUM_PROXIES (ARCHIVE_NUM_PROXIES)
 proxies in front put into X-Forwarded-For: a client cannot pick its own bucket.
 """
+import time
+
+from django.conf import settings
+from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
 from django.shortcuts import render
@@ -85,3 +90,45 @@ def limit_response(request, *, status: int, detail: str, wait_s: int) -> HttpRes
 def throttled_search_page(request) -> HttpResponse | None:
     """For the search page: None when the search may run, else the 429 page."""
     return throttled_page(request, SEARCH_THROTTLES, "searches")
+
+
+class CostBudget:
+    """Units a client may spend on expensive requests per minute: each request costs its door's
+    units (archive_site/security.EXPENSIVE_DOORS) from a bucket per client address, and from one
+    per user when signed in, so neither many accounts nor many addresses get around it. Buckets
+    are fixed one-minute windows counted in the cache (one add and one incr a bucket: atomic on
+    Redis, shared by every web process). A request the bucket cannot pay is refused and costs nothing."""
+
+    WINDOW_S = 60
+
+    def __init__(self, request, user_id: int | None):
+        window = int(time.time()) // self.WINDOW_S
+        self.wait_s = self.WINDOW_S - int(time.time()) % self.WINDOW_S
+        self.buckets = [(f"expensive:{window}:ip:{client_address(request)}", settings.EXPENSIVE_UNITS_PER_MINUTE_ANON)]
+        if user_id is not None:
+            self.buckets.append((f"expensive:{window}:user:{user_id}", settings.EXPENSIVE_UNITS_PER_MINUTE_USER))
+
+    def spend(self, units: int) -> bool:
+        """Take `units` from every bucket; False (and nothing taken) when one cannot pay."""
+        taken = []
+        for key, budget in self.buckets:
+            cache.add(key, 0, timeout=self.WINDOW_S + 5)
+            try:
+                spent = cache.incr(key, units)
+            except ValueError:  # expired between add and incr: a fresh window
+                cache.add(key, units, timeout=self.WINDOW_S + 5)
+                spent = units
+            taken.append(key)
+            if spent > budget:
+                self._refund(taken, units)
+                return False
+        return True
+
+    @staticmethod
+    def _refund(keys, units):
+        # A refused request costs nothing: a client that waits gets its whole budget back.
+        for key in keys:
+            try:
+                cache.decr(key, units)
+            except ValueError:  # its window has ended meanwhile
+                pass
