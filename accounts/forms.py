@@ -64,6 +64,8 @@ class SignInForm(AuthenticationForm):
         try:
             return super().clean()
         except ValidationError as error:
+            if getattr(self.request, "axes_locked_out", False):
+                raise  # locked out (accounts/lockout.py answers): no password is checked at all
             password = self.cleaned_data.get("password")
             if password and pending_account_with_password(username=self.cleaned_data.get("username"), password=password):
                 self.pending_resend_url = reverse("account_verify_resend")

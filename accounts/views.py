@@ -68,6 +68,7 @@ def verify(request, token: str):
 def verify_resend(request):
     form = ResendForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        # Past the posts limit nothing is sent, and the page is the usual one (it tells no one anything).
         mailed = too_many_posts(request, "resend") or services.verification_resend(email=form.cleaned_data["email"])
         return _mail_sent_page(request, form.cleaned_data["email"], mailed)
     return render(request, "accounts/verify_resend.html", {"form": form})
