@@ -6,6 +6,7 @@ pages on the process's few threads. The limit is read at each request so a test'
 applies. A streamed response keeps its place until its last byte is sent (held_until_closed).
 """
 import threading
+import time
 import weakref
 
 from django.conf import settings
@@ -33,17 +34,32 @@ class ExpensiveSlots:
 SLOTS = ExpensiveSlots()
 
 
+# A streamed body rests this many times as long as it took to make each chunk: an export (seconds
+# of CPU, batch after batch) then takes at most about a third of a core, and the pages served
+# beside it by the same process and host keep the rest (docs/decisions/expensive_requests.md).
+STREAM_REST_SHARE = 2.0
+
+
 class held_until_closed:
     """A streamed body that gives its place back when the server closes the response (after
     the last byte, or when the client went away): Django registers its close() with the response.
-    Also when the body is dropped unclosed, so that no place is ever lost for good."""
+    Also when the body is dropped unclosed, so that no place is ever lost for good. Between
+    chunks it rests (STREAM_REST_SHARE), leaving the CPU and the GIL to plain requests."""
 
     def __init__(self, iterable, release):
         self._iterator = iter(iterable)
         self._release = weakref.finalize(self, release)  # runs once: at close() or when collected
 
     def __iter__(self):
-        return self._iterator
+        while True:
+            started = time.perf_counter()
+            try:
+                chunk = next(self._iterator)
+            except StopIteration:
+                return
+            busy_s = time.perf_counter() - started
+            yield chunk
+            time.sleep(busy_s * STREAM_REST_SHARE)
 
     def close(self):
         self._release()

@@ -13,6 +13,7 @@ from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle, BaseThrottle, SimpleRateThrottle, UserRateThrottle
 
@@ -77,14 +78,15 @@ def throttled_page(request, throttles, what: str) -> HttpResponse | None:
 
 
 def limit_response(request, *, status: int, detail: str, wait_s: int) -> HttpResponse:
-    """A request refused by a limit, with Retry-After: the API's error shape under /api/, else the
-    styled page (429.html, or 503.html when the server is busy rather than the client over budget)."""
+    """A request refused by a limit (429: over its budget; 503: the server is busy), with
+    Retry-After: the API's error shape under /api/, else a small page (templates/limit.html).
+    Cheap on purpose: a flood of refusals must not slow the pages served beside it."""
     if request.path.startswith("/api/"):
         return error_response(status, detail, code="throttled" if status == 429 else "busy", retry_after=wait_s,
                               headers={"Retry-After": str(wait_s)})
-    response = render(request, f"{status}.html", {"detail": detail}, status=status)
-    response["Retry-After"] = str(wait_s)
-    return response
+    heading = "Too many requests" if status == 429 else "Busy"
+    body = render_to_string("limit.html", {"code": status, "heading": heading, "detail": detail})
+    return HttpResponse(body, status=status, headers={"Retry-After": str(wait_s)})
 
 
 def throttled_search_page(request) -> HttpResponse | None:
