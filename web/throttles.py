@@ -6,6 +6,7 @@ a request is checked, so a changed setting (a test's override) takes effect. The
 an anonymous request is its REMOTE_ADDR, or the address NUM_PROXIES (ARCHIVE_NUM_PROXIES)
 proxies in front put into X-Forwarded-For: a client cannot pick its own bucket.
 """
+import math
 import time
 
 from django.conf import settings
@@ -97,34 +98,42 @@ def throttled_search_page(request) -> HttpResponse | None:
 class CostBudget:
     """Units a client may spend on expensive requests per minute: each request costs its door's
     units (archive_site/security.EXPENSIVE_DOORS) from a bucket per client address, and from one
-    per user when signed in, so neither many accounts nor many addresses get around it. Buckets
-    are fixed one-minute windows counted in the cache (one add and one incr a bucket: atomic on
-    Redis, shared by every web process). A request the bucket cannot pay is refused and costs nothing."""
+    per user when signed in, so neither many accounts nor many addresses get around it. A bucket's
+    minute starts with its first request (no boundary at which two minutes' budgets could be
+    spent at once); it is counted in the cache (add, then incr: atomic on Redis, shared by every
+    web process). A request a bucket cannot pay is refused and costs nothing."""
 
     WINDOW_S = 60
 
     def __init__(self, request, user_id: int | None):
-        window = int(time.time()) // self.WINDOW_S
-        self.wait_s = self.WINDOW_S - int(time.time()) % self.WINDOW_S
-        self.buckets = [(f"expensive:{window}:ip:{client_address(request)}", settings.EXPENSIVE_UNITS_PER_MINUTE_ANON)]
+        self.wait_s = self.WINDOW_S
+        self.buckets = [(f"expensive:ip:{client_address(request)}", settings.EXPENSIVE_UNITS_PER_MINUTE_ANON)]
         if user_id is not None:
-            self.buckets.append((f"expensive:{window}:user:{user_id}", settings.EXPENSIVE_UNITS_PER_MINUTE_USER))
+            self.buckets.append((f"expensive:user:{user_id}", settings.EXPENSIVE_UNITS_PER_MINUTE_USER))
 
     def spend(self, units: int) -> bool:
-        """Take `units` from every bucket; False (and nothing taken) when one cannot pay."""
+        """Take `units` from every bucket; False (and nothing taken) when one cannot pay, with
+        wait_s the seconds until that bucket's minute ends."""
         taken = []
         for key, budget in self.buckets:
-            cache.add(key, 0, timeout=self.WINDOW_S + 5)
-            try:
-                spent = cache.incr(key, units)
-            except ValueError:  # expired between add and incr: a fresh window
-                cache.add(key, units, timeout=self.WINDOW_S + 5)
-                spent = units
+            spent = self._take(key, units)
             taken.append(key)
             if spent > budget:
                 self._refund(taken, units)
+                started = cache.get(f"{key}:start")
+                if started is not None:
+                    self.wait_s = max(1, math.ceil(started + self.WINDOW_S - time.time()))
                 return False
         return True
+
+    def _take(self, key: str, units: int) -> int:
+        if cache.add(key, units, timeout=self.WINDOW_S):
+            cache.set(f"{key}:start", time.time(), timeout=self.WINDOW_S)
+            return units
+        try:
+            return cache.incr(key, units)  # keeps the key's expiry (Redis INCRBY, locmem)
+        except ValueError:  # its minute ended between add and incr: start another
+            return self._take(key, units)
 
     @staticmethod
     def _refund(keys, units):
