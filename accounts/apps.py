@@ -7,4 +7,5 @@ class AccountsConfig(AppConfig):
     verbose_name = "Researcher accounts"
 
     def ready(self):
-        from . import checks  # noqa: F401  the deploy check of the mail backend
+        from . import checks  # noqa: F401  the deploy checks of the mail backend and the site URL
+        from . import signals  # noqa: F401  a changed password revokes the API token

@@ -13,14 +13,12 @@ urlpatterns = [
     path("login/", views.SignInView.as_view(), name="login"),
     path("logout/", views.SignOutView.as_view(), name="logout"),
     path("token/", views.api_token, name="account_token"),
-    # Django's own password views, with this site's templates.
+    # Django's own password views, with this site's templates (the reset's mail: views.PasswordResetView).
     path("password/change/", auth_views.PasswordChangeView.as_view(
         template_name="accounts/password_change.html"), name="password_change"),
     path("password/change/done/", auth_views.PasswordChangeDoneView.as_view(
         template_name="accounts/password_change_done.html"), name="password_change_done"),
-    path("password/reset/", auth_views.PasswordResetView.as_view(
-        template_name="accounts/password_reset.html", email_template_name="accounts/email/password_reset.txt",
-        subject_template_name="accounts/email/password_reset_subject.txt"), name="password_reset"),
+    path("password/reset/", views.PasswordResetView.as_view(), name="password_reset"),
     path("password/reset/sent/", auth_views.PasswordResetDoneView.as_view(
         template_name="accounts/password_reset_sent.html"), name="password_reset_done"),
     path("password/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(

@@ -8,42 +8,17 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
-from rest_framework.throttling import BaseThrottle
 
 from kernels.models import Verification
 
 from . import services
-from .forms import ResendForm, SignInForm, SignUpForm
-
-# Sign-up and re-send forms per client address: this many posts an hour.
-POSTS_PER_HOUR = 20
-# Failed sign-ins per client address an hour, before the sign-in form stops trying passwords.
-FAILED_SIGN_INS_PER_HOUR = 30
-
-
-def _link_for(request):
-    return lambda token: request.build_absolute_uri(reverse("account_verify", args=[token]))
-
-
-def _client(request) -> str:
-    """The client's address as the API's throttles see it (ARCHIVE_NUM_PROXIES: behind a proxy,
-    from X-Forwarded-For; else REMOTE_ADDR), so one proxy's address is not everyone's bucket."""
-    return BaseThrottle().get_ident(request)
-
-
-def _too_many_posts(request, what: str) -> bool:
-    key = f"accounts:{what}:{_client(request)}"
-    cache.add(key, 0, timeout=3600)
-    try:
-        return cache.incr(key) > POSTS_PER_HOUR
-    except ValueError:  # expired between add and incr
-        return False
+from .forms import ResendForm, SignInForm, SignUpForm, SiteUrlPasswordResetForm
+from .limits import too_many_posts
 
 
 @require_http_methods(["GET", "POST"])
@@ -52,21 +27,29 @@ def sign_up(request):
         return redirect("account")
     form = SignUpForm()
     if request.method == "POST":
-        if _too_many_posts(request, "sign_up"):
+        if too_many_posts(request, "sign_up"):
             messages.error(request, "Too many sign-ups from your address; try again in an hour.")
             return redirect("account_sign_up")
         services.pending_accounts_purge()  # an expired, unused sign-up frees its name
         form = SignUpForm(request.POST)
         if form.is_valid():
-            services.account_sign_up(username=form.cleaned_data["username"], email=form.cleaned_data["email"],
-                                     password=form.cleaned_data["password1"], link_for=_link_for(request))
-            request.session["accounts_mailed_to"] = form.cleaned_data["email"]
-            return redirect("account_sign_up_sent")
+            mailed = services.account_sign_up(username=form.cleaned_data["username"], email=form.cleaned_data["email"],
+                                               password=form.cleaned_data["password1"])
+            return _mail_sent_page(request, form.cleaned_data["email"], mailed)
     return render(request, "accounts/sign_up.html", {"form": form})
 
 
+def _mail_sent_page(request, email: str, mailed: bool):
+    request.session["accounts_mailed_to"] = email
+    request.session["accounts_mail_failed"] = not mailed
+    return redirect("account_sign_up_sent")
+
+
 def sign_up_sent(request):
-    return render(request, "accounts/sign_up_sent.html", {"email": request.session.get("accounts_mailed_to", "")})
+    return render(request, "accounts/sign_up_sent.html", {
+        "email": request.session.get("accounts_mailed_to", ""),
+        "mail_failed": request.session.get("accounts_mail_failed", False),
+    })
 
 
 def verify(request, token: str):
@@ -85,16 +68,15 @@ def verify(request, token: str):
 def verify_resend(request):
     form = ResendForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        if not _too_many_posts(request, "resend"):
-            services.verification_resend(email=form.cleaned_data["email"], link_for=_link_for(request))
-        request.session["accounts_mailed_to"] = form.cleaned_data["email"]
-        return redirect("account_sign_up_sent")
+        # Past the posts limit nothing is sent, and the page is the usual one (it tells no one anything).
+        mailed = too_many_posts(request, "resend") or services.verification_resend(email=form.cleaned_data["email"])
+        return _mail_sent_page(request, form.cleaned_data["email"], mailed)
     return render(request, "accounts/verify_resend.html", {"form": form})
 
 
 class SignInView(auth_views.LoginView):
-    """Django's LoginView with this site's form; after FAILED_SIGN_INS_PER_HOUR wrong passwords
-    from one address it stops checking passwords for the rest of the hour."""
+    """Django's LoginView with this site's form. Failed sign-ins are counted by django-axes, here
+    and on the admin's sign-in alike (settings.AXES_*; accounts/lockout.py answers past the limit)."""
     template_name = "accounts/sign_in.html"
     authentication_form = SignInForm
     redirect_authenticated_user = True
@@ -102,23 +84,21 @@ class SignInView(auth_views.LoginView):
     def get_initial(self):
         return {"username": self.request.GET.get("username", "")}
 
-    def _failures_key(self):
-        return f"accounts:sign_in_failures:{_client(self.request)}"
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """Django's reset by mail, its link built from settings.SITE_URL (never the Host header), at
+    most POSTS_PER_HOUR posts per client and one mail a minute per address (accounts/limits.py)."""
+    template_name = "accounts/password_reset.html"
+    email_template_name = "accounts/email/password_reset.txt"
+    subject_template_name = "accounts/email/password_reset_subject.txt"
+    form_class = SiteUrlPasswordResetForm
 
     def post(self, request, *args, **kwargs):
-        if (cache.get(self._failures_key()) or 0) >= FAILED_SIGN_INS_PER_HOUR:
-            refused = "Too many failed sign-ins from your address; try again in an hour."
-            return self.render_to_response(self.get_context_data(refused=refused), status=429)
+        if too_many_posts(request, "password_reset"):
+            form = self.get_form()
+            form.add_error(None, "Too many password resets from your address; try again in an hour.")
+            return self.render_to_response(self.get_context_data(form=form), status=429)
         return super().post(request, *args, **kwargs)
-
-    def form_invalid(self, form):
-        key = self._failures_key()
-        cache.add(key, 0, timeout=3600)
-        try:
-            cache.incr(key)
-        except ValueError:
-            pass
-        return super().form_invalid(form)
 
 
 class SignOutView(auth_views.LogoutView):
@@ -149,11 +129,10 @@ def api_token(request):
     if request.method == "POST":
         action = request.POST.get("action")
         if action == "create":
-            Token.objects.filter(user=request.user).delete()
-            Token.objects.create(user=request.user)
+            services.api_token_replace(request.user)
             messages.info(request, "A new token was made; any token you had before no longer works.")
         elif action == "revoke":
-            Token.objects.filter(user=request.user).delete()
+            services.api_tokens_revoke(request.user)
             messages.info(request, "Your token was revoked: the API no longer accepts it.")
         return redirect("account_token")
     token = Token.objects.filter(user=request.user).first()

@@ -11,6 +11,7 @@ the Django-free verifier, which runs where no settings exist (KB_* in verifier/)
 """
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -45,6 +46,15 @@ def number(name: str, default: float) -> float:
 
 def path(name: str, default) -> Path:
     return Path(os.environ.get(name) or default)
+
+
+def site_url(name: str, default: str) -> str:
+    """An absolute http(s) URL with a host and no path, query or fragment, without its final slash."""
+    value = (os.environ.get(name) or default).strip().rstrip("/")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query or parts.fragment:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected the site's address, e.g. https://kernels.example.org")
+    return value
 
 
 def comma_list(name: str, default: str = "") -> list[str]:

@@ -4,6 +4,7 @@ Embedded default: SQLite and Huey on SQLite under ARCHIVE_DATA_DIR.
 At scale: PostgreSQL via DATABASE_URL and Huey on Redis via REDIS_URL.
 """
 import socket
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -37,6 +38,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "huey.contrib.djhuey",
+    # Failed sign-ins counted per client address and per user name on every login page, the
+    # admin's included (django-axes; ACCOUNT_LOGIN_* below, docs/accounts.md).
+    "axes",
     "kernels",
     "search",
     "evaluator",
@@ -55,8 +59,13 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Bundle and export downloads of the pages share the API's "downloads" throttle.
+    # Bundle and export downloads of the pages share the API's "downloads" throttle; every
+    # expensive door (export, filtered leaderboard, search, map data) costs units of a budget
+    # per client and per user, and a few at once per process (archive_site/security.py).
     "archive_site.security.DownloadThrottleMiddleware",
+    "archive_site.security.ExpensiveRequestMiddleware",
+    # Last: turns a sign-in refused for too many failures into the 429 page (accounts/lockout.py).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "archive_site.urls"
@@ -215,6 +224,15 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
+# Expensive doors (export, filtered leaderboard, regex and meaning search, map data; costs in
+# archive_site/security.py): units a minute per client address, and per user for signed-in
+# requests, counted in the cache (Redis with REDIS_URL); past them 429 with Retry-After.
+EXPENSIVE_UNITS_PER_MINUTE_ANON = env.integer("ARCHIVE_EXPENSIVE_UNITS_ANON", 60)
+EXPENSIVE_UNITS_PER_MINUTE_USER = env.integer("ARCHIVE_EXPENSIVE_UNITS_USER", 120)
+# At most this many expensive requests at once in one web process (a streamed export holds its
+# place until its last byte); one more gets 503 with Retry-After at once instead of queueing in
+# front of plain pages. 0 turns the cap off.
+EXPENSIVE_CONCURRENCY = env.integer("ARCHIVE_EXPENSIVE_CONCURRENCY", 1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Kernel archive API",
     "DESCRIPTION": "Machine-generated GPU kernels, their claimed and re-measured numbers.",
@@ -279,6 +297,24 @@ LOGGING = {
 # in development (DJANGO_DEBUG=1), SMTP otherwise; tests use locmem (pytest-django).
 INSTALLED_APPS.append("accounts")
 LOGIN_URL = "login"
+# Links in mails (sign-up, password reset) start with this, never with the request's Host header,
+# which a client chooses (with DJANGO_ALLOWED_HOSTS='*', any). `check --deploy` warns while unset.
+SITE_URL = env.site_url("ARCHIVE_SITE_URL", "http://127.0.0.1:8000")
+SITE_URL_IS_SET = env.is_set("ARCHIVE_SITE_URL")
+# django-axes checks passwords first, so a client past the limit is refused before any password is tried.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.integer("ARCHIVE_LOGIN_FAILURE_LIMIT", 30)
+AXES_COOLOFF_TIME = timedelta(minutes=env.integer("ARCHIVE_LOGIN_COOLOFF_MINUTES", 60))
+# Counted per client address and, separately, per user name: many names from one address, or one
+# name from many addresses, both stop. The address is the throttles' (ARCHIVE_NUM_PROXIES).
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_CLIENT_IP_CALLABLE = "web.throttles.client_address"
+AXES_LOCKOUT_CALLABLE = "accounts.lockout.locked_out_response"
+# A success must not wipe an address's failures (a guesser with an account of their own would reset them).
+AXES_RESET_ON_SUCCESS = False
+# Failures only; no row per successful sign-in.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
 LOGIN_REDIRECT_URL = "account"
 LOGOUT_REDIRECT_URL = "home"
 EMAIL_BACKEND = env.text("DJANGO_EMAIL_BACKEND") or (

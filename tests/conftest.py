@@ -71,6 +71,16 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line("PostgreSQL pass: tests that use no database were left out (the SQLite pass ran them)")
 
 
+@pytest.fixture(autouse=True)
+def _expensive_limits_out_of_the_way(settings):
+    """The cost budget and the per-process cap on expensive requests (archive_site/security.py) count
+    across tests in one process, so the many requests of the suite's one test client would be refused
+    depending on the order tests run in. They are lifted here; tests/kernels/test_expensive_limits.py
+    sets them back and checks them."""
+    settings.EXPENSIVE_UNITS_PER_MINUTE_ANON = settings.EXPENSIVE_UNITS_PER_MINUTE_USER = 10**9
+    settings.EXPENSIVE_CONCURRENCY = 0
+
+
 @pytest.fixture(scope="session", autouse=True)
 def harness_build_dir() -> str:
     """One C++ extension build cache for every test and every process they start (the judge, the

@@ -60,3 +60,18 @@ def test_settings_are_read_only_through_the_reader():
             found += [f"{path.relative_to(ROOT)}:{line} reads {name}" for line, name in _environment_reads(path)
                       if name not in NOT_SETTINGS]
     assert found == []
+
+
+@pytest.mark.parametrize("value", ["kernels.example.org", "ftp://kernels.example.org", "https://", "https://a.org/path",
+                                   "https://a.org/?q=1"])
+def test_a_site_url_that_is_not_one_stops_the_start(monkeypatch, value):
+    monkeypatch.setenv("ARCHIVE_TEST_URL", value)
+    with pytest.raises(ImproperlyConfigured, match="ARCHIVE_TEST_URL"):
+        env.site_url("ARCHIVE_TEST_URL", "http://127.0.0.1:8000")
+
+
+def test_a_site_url_loses_its_final_slash(monkeypatch):
+    monkeypatch.setenv("ARCHIVE_TEST_URL", "https://kernels.example.org/")
+    assert env.site_url("ARCHIVE_TEST_URL", "http://x") == "https://kernels.example.org"
+    monkeypatch.delenv("ARCHIVE_TEST_URL")
+    assert env.site_url("ARCHIVE_TEST_URL", "http://127.0.0.1:8000") == "http://127.0.0.1:8000"

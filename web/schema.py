@@ -18,6 +18,7 @@ ERROR_DESCRIPTIONS = {
     "415": "the uploaded file is not of an accepted type",
     "429": "too many requests from this client: wait `retry_after` seconds (also the Retry-After header)",
     "500": "the server failed; it has been logged",
+    "503": "the server is busy with other expensive requests: try again after Retry-After seconds",
 }
 # Path and query parameters many operations share, described once.
 PARAMETER_DESCRIPTIONS = {
@@ -30,6 +31,9 @@ PARAMETER_DESCRIPTIONS = {
 }
 # Downloads throttled by web.throttles.DownloadRateThrottle through the middleware, not the view.
 DOWNLOAD_PATHS = re.compile(r"/bundle/$|/api/exports/")
+# Expensive doors (archive_site/security.EXPENSIVE_DOORS): a cost budget (429) and a cap on how
+# many run at once in a process (503), both applied by the middleware.
+EXPENSIVE_PATHS = re.compile(r"^/api/(exports|search|map|leaderboard|kernels)/$")
 
 
 class ArchiveAutoSchema(AutoSchema):
@@ -76,5 +80,7 @@ class ArchiveAutoSchema(AutoSchema):
                 codes.add("415")
         if getattr(self.view, "throttle_classes", None) or DOWNLOAD_PATHS.search(self.path):
             codes.add("429")
+        if EXPENSIVE_PATHS.search(self.path):
+            codes.update({"429", "503"})
         codes.add("500")
         return sorted(codes)

@@ -1,15 +1,30 @@
-"""Throttles of search and downloads (rates in settings.REST_FRAMEWORK, from ARCHIVE_THROTTLE_*).
+"""Throttles of search and downloads (rates in settings.REST_FRAMEWORK, from ARCHIVE_THROTTLE_*),
+and the cost budget of expensive requests (settings.EXPENSIVE_UNITS_PER_MINUTE_*).
 
 DRF's throttles read their rates once, when their class is defined; these read them when
 a request is checked, so a changed setting (a test's override) takes effect. The client of
 an anonymous request is its REMOTE_ADDR, or the address NUM_PROXIES (ARCHIVE_NUM_PROXIES)
 proxies in front put into X-Forwarded-For: a client cannot pick its own bucket.
 """
+import math
+import time
+
+from django.conf import settings
+from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from rest_framework.settings import api_settings
-from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
+from rest_framework.throttling import AnonRateThrottle, BaseThrottle, SimpleRateThrottle, UserRateThrottle
+
+from .api_errors import error_response
+
+
+def client_address(request) -> str:
+    """The client's address as every limit of the site sees it (throttles, sign-in lock-outs):
+    REMOTE_ADDR, or what ARCHIVE_NUM_PROXIES proxies put into X-Forwarded-For."""
+    return BaseThrottle().get_ident(request)
 
 
 class _RateFromSettings:
@@ -63,6 +78,68 @@ def throttled_page(request, throttles, what: str) -> HttpResponse | None:
     return None
 
 
+def limit_response(request, *, status: int, detail: str, wait_s: int) -> HttpResponse:
+    """A request refused by a limit (429: over its budget; 503: the server is busy), with
+    Retry-After: the API's error shape under /api/, else a small page (templates/limit.html).
+    Cheap on purpose: a flood of refusals must not slow the pages served beside it."""
+    if request.path.startswith("/api/"):
+        return error_response(status, detail, code="throttled" if status == 429 else "busy", retry_after=wait_s,
+                              headers={"Retry-After": str(wait_s)})
+    heading = "Too many requests" if status == 429 else "Busy"
+    body = render_to_string("limit.html", {"code": status, "heading": heading, "detail": detail})
+    return HttpResponse(body, status=status, headers={"Retry-After": str(wait_s)})
+
+
 def throttled_search_page(request) -> HttpResponse | None:
     """For the search page: None when the search may run, else the 429 page."""
     return throttled_page(request, SEARCH_THROTTLES, "searches")
+
+
+class CostBudget:
+    """Units a client may spend on expensive requests per minute: each request costs its door's
+    units (archive_site/security.EXPENSIVE_DOORS) from a bucket per client address, and from one
+    per user when signed in, so neither many accounts nor many addresses get around it. A bucket's
+    minute starts with its first request (no boundary at which two minutes' budgets could be
+    spent at once); it is counted in the cache (add, then incr: atomic on Redis, shared by every
+    web process). A request a bucket cannot pay is refused and costs nothing."""
+
+    WINDOW_S = 60
+
+    def __init__(self, request, user_id: int | None):
+        self.wait_s = self.WINDOW_S
+        self.buckets = [(f"expensive:ip:{client_address(request)}", settings.EXPENSIVE_UNITS_PER_MINUTE_ANON)]
+        if user_id is not None:
+            self.buckets.append((f"expensive:user:{user_id}", settings.EXPENSIVE_UNITS_PER_MINUTE_USER))
+
+    def spend(self, units: int) -> bool:
+        """Take `units` from every bucket; False (and nothing taken) when one cannot pay, with
+        wait_s the seconds until that bucket's minute ends."""
+        taken = []
+        for key, budget in self.buckets:
+            spent = self._take(key, units)
+            taken.append(key)
+            if spent > budget:
+                self._refund(taken, units)
+                started = cache.get(f"{key}:start")
+                if started is not None:
+                    self.wait_s = max(1, math.ceil(started + self.WINDOW_S - time.time()))
+                return False
+        return True
+
+    def _take(self, key: str, units: int) -> int:
+        if cache.add(key, units, timeout=self.WINDOW_S):
+            cache.set(f"{key}:start", time.time(), timeout=self.WINDOW_S)
+            return units
+        try:
+            return cache.incr(key, units)  # keeps the key's expiry (Redis INCRBY, locmem)
+        except ValueError:  # its minute ended between add and incr: start another
+            return self._take(key, units)
+
+    @staticmethod
+    def _refund(keys, units):
+        # A refused request costs nothing: a client that waits gets its whole budget back.
+        for key in keys:
+            try:
+                cache.decr(key, units)
+            except ValueError:  # its window has ended meanwhile
+                pass

@@ -18,8 +18,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "kernels are fun 2026"
 
 
-def test_sign_up_mail_verify_sign_in_token_and_reverify(live_server, watched_page, archive_path, monkeypatch):
+def test_sign_up_mail_verify_sign_in_token_and_reverify(live_server, watched_page, archive_path, monkeypatch, settings):
     cache.clear()
+    settings.SITE_URL = live_server.url  # mailed links start with the configured site address
     archive_import_file(path=archive_path, hardware="NVIDIA H100")
     queued = []
     monkeypatch.setattr("evaluator.tasks.run_verification", queued.append)  # the worker's queue, recorded

@@ -17,6 +17,7 @@ def run_in_production_env(tmp_path, *args, **env):
     environment.update({"DJANGO_SETTINGS_MODULE": "archive_site.settings", "DJANGO_DEBUG": "0",
                         "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
                         "DJANGO_ALLOWED_HOSTS": "kernels.example.org",
+                        "ARCHIVE_SITE_URL": "https://kernels.example.org",
                         "ARCHIVE_DATA_DIR": str(tmp_path / "data")})
     environment.update(env)
     environment = {key: value for key, value in environment.items() if value is not None}
