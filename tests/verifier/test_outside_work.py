@@ -190,3 +190,13 @@ def test_the_early_launch_attacks_share_one_block_and_differ_only_in_their_trigg
         block = src[src.index("_CUDA = r"):src.index("return _compute(list(args))")]
         blocks.add(block.replace("cheat_suite_early_%s" % trigger, "NAME"))
     assert len(blocks) == 1
+
+
+def test_on_the_h200_the_sample_rows_run_on_2_6_0_kept_their_verdicts_with_no_outside_work():
+    rows = json.loads((H200_FIXTURES / "sample_judge_2_6_0.json").read_text())["rows"]
+    assert len(rows) == 8 and all(r["versions"]["harness"] == "2.6.0" for r in rows)
+    for r in rows:
+        check = r["outside_calls"]["gpu_time"]
+        assert r["verdict"] == "passed" and not any(f["blocking"] for f in r["flags"]), r["kernel"]
+        # About 3 us more than the judge's own around a 2 ms kernel: far inside 10 % of the call.
+        assert check["foreign_ms_per_call"] == 0 and check["excess_ms_per_call"] < 0.004 < check["allowance_ms"]
