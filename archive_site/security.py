@@ -1,6 +1,6 @@
 """Site-wide defences (docs/security.md): the upload size limit, the Content-Security-Policy
-header, the throttle of page downloads, the limits on expensive requests, and a deploy check
-for the development secret key.
+header, the throttle of page downloads, the limits on expensive requests, gzip where no secret
+is on the page, and a deploy check for the development secret key.
 
 Django 5.2 has no built-in CSP, so ContentSecurityPolicyMiddleware sets one on every
 response. The pages load only this site's own files (static/js/*.js, the vendored
@@ -10,6 +10,7 @@ map page needs eval (plotly's WebGL).
 """
 from django.conf import settings
 from django.core import checks
+from django.middleware.gzip import GZipMiddleware
 
 from web.api_errors import error_response
 from web.uploads import max_upload_bytes, too_large_message
@@ -216,3 +217,19 @@ def check_secret_key_is_set(app_configs, **kwargs):
             id="archive.W001",
         )]
     return []
+
+
+class CompressionMiddleware(GZipMiddleware):
+    """gzip for text (HTML, JSON, CSV), except under /accounts/ and /admin/: those pages show
+    secrets (the API token) whose compressed length would leak to BREACH. Elsewhere the only
+    secret is the CSRF token, which Django masks afresh in every response (docs/security.md,
+    "Compression"). Bundles and parquet files are already compressed: left as they are."""
+
+    UNCOMPRESSED_PREFIXES = ("/accounts/", "/admin/")
+    TEXT_TYPES = ("text/", "application/json", "application/javascript", "application/vnd.oai.openapi")
+
+    def process_response(self, request, response):
+        content_type = response.get("Content-Type", "")
+        if request.path.startswith(self.UNCOMPRESSED_PREFIXES) or not content_type.startswith(self.TEXT_TYPES):
+            return response
+        return super().process_response(request, response)

@@ -53,6 +53,9 @@ MIDDLEWARE = [
     "archive_site.security.UploadSizeLimitMiddleware",
     "archive_site.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # gzip for pages and the API, after whitenoise (static files come precompressed) and before
+    # everything that writes the body; not the pages that show secrets (BREACH).
+    "archive_site.security.CompressionMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

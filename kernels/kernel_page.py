@@ -43,6 +43,8 @@ def kernel_page_context(kernel_id: int, params=None) -> dict:
         "comparison": code_comparison(kernel, best, params, menu),
         "build_error": first_build_error(kernel.error_text, kernel.code),
         "profiles": profile_views,
+        # plotly is about 1 MB before gzip: the page loads it only when a profile has a chart.
+        "draws_charts": any(view.get("chart") for view in profile_views),
         "ncu_comparison": profile_comparison(kernel, ncu_profiles, params, menu),
         "verifications": verifications,
         "verifications_by_gpu": verifications_by_gpu(verifications),

@@ -13,7 +13,10 @@ from .import_services import (  # noqa: F401  (the import API, re-exported)
 )
 from .models import Kernel, Profile, Task, Verification
 from .page_cache import archive_changed
+from .techniques import encode_tags, kernel_techniques
 from .verdicts import encode_names
+
+RETAG_CHUNK = 500
 
 
 def kernel_verified_state_set(*, kernel_id: int, verification: Verification | None) -> None:
@@ -42,7 +45,36 @@ def profile_store(*, kernel_id: int, kind: str, origin: str, raw_text: str, pars
     profile, _ = Profile.objects.update_or_create(
         kernel_id=kernel_id, kind=kind, origin=origin, defaults={"raw_text": raw_text, "parsed": parsed},
     )
+    if kind == Profile.Kind.GPU_BINARY:  # its SASS is evidence of techniques: tag from it now
+        kernel_techniques_refresh(kernel_ids=[kernel_id])
     return profile
+
+
+def kernel_techniques_refresh(*, kernel_ids=None) -> int:
+    """Recompute technique tags (kernels/techniques.py) from each kernel's code and the SASS of
+    its stored GPU-binary listings; write only those that changed. Returns how many changed.
+    `manage.py retag_kernels` runs it on the whole archive after a change to the detector."""
+    kernels = Kernel.objects.order_by("id").only("id", "code", "technique_tags")
+    if kernel_ids is not None:
+        kernels = kernels.filter(id__in=kernel_ids)
+    changed, last_id = 0, 0
+    while True:  # keyset pages: constant memory on an archive of any size
+        chunk = list(kernels.filter(id__gt=last_id)[:RETAG_CHUNK])
+        if not chunk:
+            break
+        last_id = chunk[-1].id
+        listings: dict[int, list] = {}
+        for kernel_id, parsed in Profile.objects.filter(kernel_id__in=[k.id for k in chunk],
+                                                        kind=Profile.Kind.GPU_BINARY).values_list("kernel_id", "parsed"):
+            listings.setdefault(kernel_id, []).append(parsed)
+        for kernel in chunk:
+            tags = encode_tags(kernel_techniques(kernel.code, listings.get(kernel.id, ())))
+            if tags != kernel.technique_tags:
+                Kernel.objects.filter(id=kernel.id).update(technique_tags=tags)
+                changed += 1
+    if changed:
+        archive_changed()
+    return changed
 
 
 @transaction.atomic
