@@ -1,4 +1,5 @@
-# The two commands of the README: `make demo` and `make test`. Everything else is a step of theirs.
+# The commands of the README: `make demo`, `make test`, and `make check` for the edit loop.
+# Everything else is a step of theirs.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -36,7 +37,7 @@ define timed
 	rm -f $$cpu; exit $$status
 endef
 
-.PHONY: install browser demo test test-sqlite test-postgres migrate import index serve bench
+.PHONY: install browser demo check test test-sqlite test-postgres migrate import index serve bench
 
 install: $(VENV)/.installed
 
@@ -76,6 +77,15 @@ demo: index
 	$(PY) manage.py collectstatic --noinput -v0
 	@echo "Serving http://$(HOST):$(PORT)/ with a worker; Ctrl-C stops both."
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} bash -c 'trap "kill 0" EXIT; $(PY) manage.py run_huey & $(PY) manage.py runserver $(HOST):$(PORT) --noreload'
+
+# The edit loop's tier, under 2 minutes on 2 cores (docs/testing.md): compile every module with
+# warnings as errors, then on SQLite the architecture test and the tests that build no C++, start no
+# judge or server, drive no browser and are not CPU-heavy (tests/conftest.py marks them).
+CHECK_SOURCES := archive_site accounts kernels search evaluator web verifier tests bench scripts manage.py
+CHECK_MARKERS := not slow and not judge and not heavy and not browser and not postgres and not faults and not postgres_and_redis
+check: install
+	$(PY) -W error -m compileall -q -f -j 0 $(CHECK_SOURCES) > /dev/null
+	ARCHIVE_DATA_DIR=$$(mktemp -d) $(PYTEST) $(XDIST) -m "$(CHECK_MARKERS)" -q --durations=5
 
 test:
 	$(call timed,install,$(MAKE) --no-print-directory install)

@@ -17,7 +17,6 @@ import os
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from django.conf import settings
@@ -33,7 +32,7 @@ from verifier.bundle import bundle_sha256
 from .kernel_bundles import bundle_for_kernel
 from .worker_profiles import profile_refresh_clang_tidy, profile_refresh_gpu_binary, profile_store_ncu
 from .verification_results import fields_from_result
-from .worker_cpu_jobs import worker_cpu_jobs
+from .worker_cpu_jobs import worker_cpu_jobs, worker_lint_pool
 
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 2  # the first run and one retry after a worker died
@@ -142,27 +141,6 @@ def verification_recover_stalled(*, stale_after_s: float | None = None) -> dict:
     return {"requeued": requeued, "given_up": given_up}
 
 
-def worker_keep_timing_cpus_free(spec: str) -> list[int]:
-    """Move this thread off the CPUs ``spec`` reserves for timing (``0,1``, ``0-1``) and name them
-    to the judges it starts (KB_TIMING_CPUS). Returns the CPUs now kept free ([] for none)."""
-    from verifier.timing_report import RESERVED_CPUS_VARIABLE, reserved_cpus
-
-    reserved = reserved_cpus(spec)
-    others = os.sched_getaffinity(0) - set(reserved)
-    if not reserved or not others:
-        return []
-    os.sched_setaffinity(0, others)
-    os.environ[RESERVED_CPUS_VARIABLE] = ",".join(map(str, reserved))
-    return reserved
-
-
-def worker_limit_judge_threads(threads: int) -> None:
-    """Give each judge, runner and profile driver this worker starts ``threads`` CPU threads
-    (OMP_NUM_THREADS, which torch reads when it starts; 0 leaves torch's default, one per CPU)."""
-    if threads > 0:
-        os.environ["OMP_NUM_THREADS"] = str(threads)
-
-
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:gpu{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
 
@@ -194,21 +172,13 @@ def _refresh_gpu_binary(kernel_id: int, run) -> None:
     run.phases["gpu_binary_s"] = round(time.monotonic() - started, 3)
 
 
-_lint_pool = None
-_lint_pool_guard = threading.Lock()
-
-
 def _lint_in_background(kernel_id: int, cpu_slot):
     """Lint on the worker's lint pool (ARCHIVE_VERIFY_LINT_WORKERS threads), from the start of
     the job: clang-tidy needs only the source, so it runs beside the build and the GPU runs
     instead of after them, and never holds a verification thread. ``cpu_slot()``: the context
     the lint runs in (a place among the worker's CPU jobs). Returns a future of (seconds waiting
     for that place, seconds linting)."""
-    global _lint_pool
-    with _lint_pool_guard:
-        if _lint_pool is None:
-            _lint_pool = ThreadPoolExecutor(max_workers=settings.VERIFY_LINT_WORKERS, thread_name_prefix="lint")
-    return _lint_pool.submit(_lint, kernel_id, cpu_slot)
+    return worker_lint_pool(settings.VERIFY_LINT_WORKERS).submit(_lint, kernel_id, cpu_slot)
 
 
 def _lint(kernel_id: int, cpu_slot) -> tuple[float, float]:

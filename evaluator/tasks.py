@@ -4,7 +4,7 @@ from django.db import close_old_connections
 from huey import crontab
 from huey.contrib.djhuey import db_periodic_task, db_task, on_startup
 
-from . import services
+from . import services, worker_cpu_jobs
 
 
 @db_task()
@@ -37,11 +37,11 @@ def recover_on_worker_start():
 def keep_timing_cpus_free():
     # Each worker thread (and the builds, judges and profilers it starts) stays off the CPUs
     # kept for timing loops; a judge moves its timed phase onto them (KB_TIMING_CPUS).
-    services.worker_keep_timing_cpus_free(settings.VERIFY_TIMING_CPUS)
+    worker_cpu_jobs.worker_keep_timing_cpus_free(settings.VERIFY_TIMING_CPUS)
 
 
 @on_startup()
 def limit_judge_threads():
     # A judge's CPU work (checking outputs) is small; with a thread per CPU in each of the many
     # judges a worker runs at once, the threads spin and crowd the builds and lints.
-    services.worker_limit_judge_threads(settings.VERIFY_JUDGE_CPU_THREADS)
+    worker_cpu_jobs.worker_limit_judge_threads(settings.VERIFY_JUDGE_CPU_THREADS)

@@ -1,4 +1,6 @@
-"""The worker's CPU-bound steps (cold builds, clang-tidy lints) taken in the order their jobs started.
+"""The worker process's CPU tuning: its CPU-bound steps (cold builds, clang-tidy lints) taken in
+the order their jobs started, its lint pool, and the CPUs and threads it leaves to timing and judges.
+evaluator/services.py runs verifications with these; evaluator/tasks.py applies the tuning at start.
 
 On a GPU host the worker is bound by CPU: a cold build is ~64 CPU seconds and a lint ~32, and
 every one of the worker's threads starts a build and a lint at once. Run together, the builds
@@ -17,6 +19,7 @@ import heapq
 import itertools
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 
 class CpuJobs:
@@ -64,3 +67,38 @@ def worker_cpu_jobs(size: int) -> CpuJobs:
         if _jobs is None:
             _jobs = CpuJobs(size if size > 0 else len(os.sched_getaffinity(0)))
         return _jobs
+
+
+_lint_pool = None
+_lint_pool_guard = threading.Lock()
+
+
+def worker_lint_pool(size: int) -> ThreadPoolExecutor:
+    """This worker process's one lint pool of ``size`` threads (ARCHIVE_VERIFY_LINT_WORKERS),
+    made on first use: lints run beside builds and GPU runs and never hold a verification thread."""
+    global _lint_pool
+    with _lint_pool_guard:
+        if _lint_pool is None:
+            _lint_pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="lint")
+        return _lint_pool
+
+
+def worker_keep_timing_cpus_free(spec: str) -> list[int]:
+    """Move this thread off the CPUs ``spec`` reserves for timing (``0,1``, ``0-1``) and name them
+    to the judges it starts (KB_TIMING_CPUS). Returns the CPUs now kept free ([] for none)."""
+    from verifier.timing_report import RESERVED_CPUS_VARIABLE, reserved_cpus
+
+    reserved = reserved_cpus(spec)
+    others = os.sched_getaffinity(0) - set(reserved)
+    if not reserved or not others:
+        return []
+    os.sched_setaffinity(0, others)
+    os.environ[RESERVED_CPUS_VARIABLE] = ",".join(map(str, reserved))
+    return reserved
+
+
+def worker_limit_judge_threads(threads: int) -> None:
+    """Give each judge, runner and profile driver this worker starts ``threads`` CPU threads
+    (OMP_NUM_THREADS, which torch reads when it starts; 0 leaves torch's default, one per CPU)."""
+    if threads > 0:
+        os.environ["OMP_NUM_THREADS"] = str(threads)

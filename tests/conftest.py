@@ -43,7 +43,54 @@ def _on_postgresql() -> bool:
     return connection.vendor == "postgresql"
 
 
+# `make check`, the edit loop's tier, leaves out tests marked `judge` or `heavy` (docs/testing.md)
+# so it stays under 2 minutes on 2 cores; `make test` runs them all. Marked here by file or by
+# test id prefix, so a new test in a listed file is marked too. A new test that builds C++ or
+# starts a judge, runner, worker, linter or server goes in a `judge` file or carries the mark.
+JUDGE_FILES = (
+    "tests/verifier/test_build_cuda.py", "tests/verifier/test_build_pch.py", "tests/verifier/test_bundle.py",
+    "tests/verifier/test_checks.py", "tests/verifier/test_cheat_suite.py",
+    "tests/verifier/test_cheat_suite_other_half.py", "tests/verifier/test_confine.py",
+    "tests/verifier/test_judge_cli.py", "tests/verifier/test_judge_compile_pool.py",
+    "tests/verifier/test_judge_server.py", "tests/verifier/test_kernel_time.py", "tests/verifier/test_no_django.py",
+    "tests/verifier/test_profile_driver_pinning.py", "tests/verifier/test_runner_failures.py",
+    "tests/verifier/test_runner_start.py", "tests/verifier/test_sandbox.py", "tests/verifier/test_timing_clocks.py",
+    "tests/evaluator/test_clang_tidy.py", "tests/evaluator/test_demo_archive.py", "tests/evaluator/test_lint_cache.py",
+    "tests/evaluator/test_h200_worker_judge_threads.py", "tests/evaluator/test_worker.py",
+    "tests/evaluator/test_worker_cpu_by_process.py", "tests/evaluator/test_worker_overlap.py",
+    "tests/evaluator/test_worker_phases.py", "tests/evaluator/test_worker_priority.py",
+    "tests/search/test_warmup.py", "tests/kernels/test_deploy_settings.py",
+)
+JUDGE_FIXTURES = {"judge_server", "live_server"}
+# In-process but CPU-heavy: the real embedding model, password hashing (test_accounts.py hashes
+# in nearly every test), fuzzing, upload bombs, archives imported at several sizes.
+HEAVY_TESTS = (
+    "tests/accounts/test_accounts.py", "tests/kernels/test_query_counts.py",
+    "tests/evaluator/test_h200_worker_sample_",
+    "tests/search/test_views.py::test_build_index_and_build_map_commands", "tests/search/test_search.py",
+    "tests/search/test_embedding.py::test_the_real_model_loads_offline", "tests/faults/",
+    "tests/accounts/test_account_security.py::test_one_user_name_is_locked",
+    "tests/accounts/test_account_security.py::test_admin_sign_in_is_locked_after_30",
+    "tests/accounts/test_accounts.py::test_sign_in_stops_trying_passwords_after_30",
+    "tests/evaluator/test_upload_security.py", "tests/kernels/test_fuzz_ingest.py",
+    "tests/kernels/test_access.py::test_security_headers_and_csp_on_pages_and_api[/search/",
+    "tests/kernels/test_access.py::test_security_headers_and_csp_on_pages_and_api[/api/search/",
+    "tests/kernels/test_screening_scan.py::test_fast_scan_is_the_harness_scan",
+    "tests/kernels/test_ingest.py::test_a_bad_row_after_many_good_batches",
+)
+
+
+def _mark_the_check_tier(items):
+    for item in items:
+        if item.nodeid.split("::")[0] in JUDGE_FILES or JUDGE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.judge)
+        if item.nodeid.startswith(HEAVY_TESTS):
+            item.add_marker(pytest.mark.heavy)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the marks added here
 def pytest_collection_modifyitems(config, items):
+    _mark_the_check_tier(items)
     # Slow tests first, from the files with the most of them (the cheat suite, the worker): under
     # pytest-xdist (make test) a long file started last leaves the other workers idle at the end.
     # The sort is stable: the order is otherwise the collection's.

@@ -4,8 +4,8 @@ function-local imports, relative imports and importlib.import_module("...") call
     archive_site  (settings, URLs, WSGI/ASGI: wires everything; nothing imports it)
         search    evaluator     (may import kernels, web, verifier; never each other)
             kernels             (the base app: may import web and verifier only)
-    web                         (HTTP plumbing: Django and DRF, no app)
-    verifier                    (no Django at all, no app)
+    web       verifier          (side by side, neither imports the other; web: HTTP plumbing,
+                                 Django and DRF, no app; verifier: no Django at all, no app)
 
 A test below writes a module with an upward import and shows the same checker reports it.
 """
@@ -150,6 +150,10 @@ def test_the_owner_check_reports_a_foreign_write(tmp_path):
 # No import circles between modules, hidden in functions or not. The one allowed: an app's Huey
 # tasks call its services, and its services enqueue those tasks once a transaction commits.
 ALLOWED_CIRCLES = [["evaluator.services", "evaluator.tasks"], ["search.services", "search.tasks"]]
+# Known, not allowed: both modules ship in the bundle (verifier.SHIPPED_MODULES), whose sha256 is
+# what ran on the GPU, so they change only with a harness release. To be broken: issue #36.
+KNOWN_CIRCLES = [["verifier.judge_server", "verifier.sandbox"]]
+CIRCLE_PACKAGES = ("kernels", "search", "evaluator", "archive_site", "web", "accounts", "verifier")
 
 
 def _module_graph(root: Path, packages) -> dict:
@@ -177,7 +181,7 @@ def _module_graph(root: Path, packages) -> dict:
     return graph
 
 
-def import_circles(root: Path, packages=("kernels", "search", "evaluator", "archive_site", "web", "accounts")):
+def import_circles(root: Path, packages=CIRCLE_PACKAGES):
     """Strongly connected groups of more than one module (Tarjan), each sorted."""
     graph, index, low, stack, on_stack, circles = _module_graph(root, packages), {}, {}, [], set(), []
 
@@ -209,7 +213,14 @@ def import_circles(root: Path, packages=("kernels", "search", "evaluator", "arch
 
 
 def test_no_import_circles_but_services_and_their_tasks():
-    assert import_circles(ROOT) == ALLOWED_CIRCLES
+    assert import_circles(ROOT) == sorted(ALLOWED_CIRCLES + KNOWN_CIRCLES)
+
+
+def test_the_circle_check_reads_the_verifier(tmp_path):
+    (tmp_path / "verifier").mkdir()
+    (tmp_path / "verifier" / "sandbox.py").write_text("from . import judge_server\n")
+    (tmp_path / "verifier" / "judge_server.py").write_text("def f():\n    from verifier import sandbox\n")
+    assert import_circles(tmp_path) == [["verifier.judge_server", "verifier.sandbox"]]
 
 
 def test_the_circle_check_sees_a_circle_hidden_in_a_function(tmp_path):

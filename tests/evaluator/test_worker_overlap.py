@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from evaluator import services
+from evaluator import services, worker_cpu_jobs
 from kernels.models import Verification
 from verifier import bundle_run
 from verifier.bundle import build_bundle
@@ -122,12 +122,12 @@ def test_the_worker_keeps_the_timing_cpus_free_and_names_them_to_the_judges(monk
     keep = max(allowed)
     monkeypatch.delenv("KB_TIMING_CPUS", raising=False)
     try:
-        assert services.worker_keep_timing_cpus_free(str(keep)) == [keep]
+        assert worker_cpu_jobs.worker_keep_timing_cpus_free(str(keep)) == [keep]
         assert os.sched_getaffinity(0) == allowed - {keep} and os.environ["KB_TIMING_CPUS"] == str(keep)
         assert bundle_run._harness_env("builds")["KB_TIMING_CPUS"] == str(keep)
     finally:
         os.sched_setaffinity(0, allowed)
-    assert services.worker_keep_timing_cpus_free("") == []
+    assert worker_cpu_jobs.worker_keep_timing_cpus_free("") == []
 
 
 def test_the_worker_gives_each_judge_the_cpu_threads_its_setting_says(monkeypatch, settings):
