@@ -221,10 +221,11 @@ def test_password_reset_mails_a_working_link(client):
     assert signed_in.status_code == 302 and "_auth_user_id" in client.session
 
 
-def test_kernel_pages_load_plotlys_basic_bundle_and_the_map_the_full_one(client):
+def test_charted_pages_load_plotlys_basic_bundle_the_map_the_full_one_and_a_plain_kernel_page_none(client):
     kernel = make_kernel(make_task(1, 1), 0)
-    html = client.get(f"/kernels/{kernel.id}/").content.decode()
+    html = client.get("/tasks/1/1/").content.decode()  # the task page always draws its chart
     assert "js/plotly-basic.min.js" in html and "js/plotly.min.js" not in html
+    assert "plotly" not in client.get(f"/kernels/{kernel.id}/").content.decode()  # no profile, no chart
     assert "js/plotly.min.js" in client.get("/map/").content.decode()
 
 
