@@ -97,7 +97,7 @@ def test_with_one_place_a_jobs_build_and_lint_take_turns_and_the_wait_is_recorde
     events, phases = _verify_one(settings, monkeypatch, cpu_jobs=1)
     build, lint = events["build"], events["lint"]
     assert build["end"] <= lint["start"] or lint["end"] <= build["start"]
-    assert max(phases["build_wait_s"], phases["lint_wait_s"]) >= 0.35
+    assert max(phases["build_wait_s"], phases["lint_wait_s"]) >= 0.25  # most of the other step's 0.4 s; the rest is the second job starting late on a loaded host
     assert phases["build_s"] >= 0.4 and phases["clang_tidy_s"] >= 0.4  # the step itself, without the wait
 
 
