@@ -69,22 +69,43 @@ def test_a_place_needs_one():
         CpuJobs(0)
 
 
+class _AskingCpuJobs(CpuJobs):
+    """CpuJobs that says when the build (the job's thread) and the lint (a ``lint`` pool thread)
+    asked for their place, so a step can wait until the other is waiting too."""
+
+    def __init__(self, size):
+        super().__init__(size)
+        self.asked = {"build": threading.Event(), "lint": threading.Event()}
+
+    def held(self, ticket):
+        step = "lint" if threading.current_thread().name.startswith("lint") else "build"
+        self.asked[step].set()
+        return super().held(ticket)
+
+
 def _verify_one(settings, monkeypatch, cpu_jobs):
-    """One real verification_run and run_bundle, the build step, harness, ncu and lint recorded."""
+    """One real verification_run and run_bundle, the build step, harness, ncu and lint recorded.
+    Each of build and lint starts its 0.4 s only once the other has asked for a place, so with
+    one place the second one's wait is the first one's whole step however late its job started."""
     from tests.kernels.kernel_factories import make_kernel, make_task
 
     settings.VERIFY_REFRESH_PROFILES, settings.VERIFY_CPU_JOBS = True, cpu_jobs
-    monkeypatch.setattr(worker_cpu_jobs, "_jobs", None)  # a new worker process
+    jobs = _AskingCpuJobs(cpu_jobs)
+    monkeypatch.setattr(worker_cpu_jobs, "_jobs", jobs)  # this worker process's one CpuJobs
     line = Timeline()
+
+    def step(name, other, answer=None):
+        assert jobs.asked[other].wait(10), f"the {other} never asked for a place"
+        return line.step(name, 0.4, answer)
 
     def isolated(argv, **kwargs):
         if "--build-only" in argv:
-            return line.step("build", 0.4, {"verdict": "built"})
+            return step("build", "lint", {"verdict": "built"})
         return line.step("harness", 0.05, {"verdict": "failed", "trials": []})
 
     monkeypatch.setattr(bundle_run, "run_harness_isolated", isolated)
     monkeypatch.setattr(bundle_run, "ncu_profile", lambda *a, **k: None)
-    monkeypatch.setattr(services, "profile_refresh_clang_tidy", lambda kernel_id: line.step("lint", 0.4))
+    monkeypatch.setattr(services, "profile_refresh_clang_tidy", lambda kernel_id: step("lint", "build"))
     monkeypatch.setattr(services, "profile_refresh_gpu_binary", lambda **kwargs: None)
     verification = Verification.objects.create(kernel=make_kernel(make_task()))
     services.verification_run(verification_id=verification.id)
@@ -97,7 +118,7 @@ def test_with_one_place_a_jobs_build_and_lint_take_turns_and_the_wait_is_recorde
     events, phases = _verify_one(settings, monkeypatch, cpu_jobs=1)
     build, lint = events["build"], events["lint"]
     assert build["end"] <= lint["start"] or lint["end"] <= build["start"]
-    assert max(phases["build_wait_s"], phases["lint_wait_s"]) >= 0.25  # most of the other step's 0.4 s; the rest is the second job starting late on a loaded host
+    assert max(phases["build_wait_s"], phases["lint_wait_s"]) >= 0.4  # the other's whole step
     assert phases["build_s"] >= 0.4 and phases["clang_tidy_s"] >= 0.4  # the step itself, without the wait
 
 
