@@ -1,6 +1,6 @@
 """Site-wide defences (docs/security.md): the upload size limit, the Content-Security-Policy
-header, the throttle of page downloads, the limits on expensive requests, gzip where no secret
-is on the page, and a deploy check for the development secret key.
+header, the throttle of page downloads, gzip where no secret is on the page, and a deploy check
+for the development secret key. The limits on expensive requests: archive_site/expensive_requests.py.
 
 Django 5.2 has no built-in CSP, so ContentSecurityPolicyMiddleware sets one on every
 response. The pages load only this site's own files (static/js/*.js, the vendored
@@ -116,95 +116,6 @@ class DownloadThrottleMiddleware:
         wait = int(throttle.wait() or 1)
         return error_response(429, f"too many downloads; try again in {wait} seconds", retry_after=wait,
                               headers={"Retry-After": str(wait + 1)})
-
-
-def _search_cost(params) -> int:
-    # Only a search with a query runs one; a regular expression scans every kernel's code.
-    if not (params.get("q") or "").strip():
-        return 0
-    return 6 if params.get("mode") == "regex" else 3
-
-
-def _filtered_list_cost(params) -> int:
-    # The plain leaderboard (no parameters) is cheap and cached; filters, sorts and deep pages are not.
-    return 2 if params else 0
-
-
-# The doors whose requests cost far more than a page, by URL name, and what one costs in units of
-# the per-minute budget (settings.EXPENSIVE_UNITS_PER_MINUTE_*): an export streams the whole
-# archive (seconds of CPU), a regex search scans every kernel's code, a meaning search embeds
-# the query, the map data is one JSON of every point, a filtered leaderboard sorts and counts.
-EXPENSIVE_DOORS = {
-    "export-download": lambda params: 20,
-    "search": _search_cost,
-    "api-search": _search_cost,
-    "api-map": lambda params: 4,
-    "leaderboard": _filtered_list_cost,
-    "api-leaderboard": _filtered_list_cost,
-    "api-kernels": _filtered_list_cost,
-}
-
-
-def _user_id(request) -> int | None:
-    """The signed-in user by session, or by API token (which DRF reads only in the view)."""
-    user = getattr(request, "user", None)
-    if user is not None and user.is_authenticated:
-        return user.pk
-    scheme, _, key = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    if scheme.lower() != "token" or not key.strip():
-        return None
-    from rest_framework.authentication import TokenAuthentication
-    from rest_framework.exceptions import AuthenticationFailed
-
-    try:
-        user, _ = TokenAuthentication().authenticate_credentials(key.strip())
-    except AuthenticationFailed:
-        return None  # the view answers 401
-    return user.pk
-
-
-class ExpensiveRequestMiddleware:
-    """Every request to an EXPENSIVE_DOORS door takes one of the process's few places for expensive
-    work and pays its units from the client's budget, and the signed-in user's
-    (web.throttles.CostBudget; 429 with Retry-After past it). The places are web.concurrency.SLOTS:
-    503 with Retry-After when none is free, spending nothing. Both answers come at once: a burst
-    never queues in front of plain pages."""
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        from web.concurrency import SLOTS, held_until_closed
-
-        response = self.get_response(request)
-        if getattr(request, "_holds_expensive_slot", False):
-            if response.streaming:
-                response.streaming_content = held_until_closed(response.streaming_content, SLOTS.give_back)
-            else:
-                SLOTS.give_back()
-        return response
-
-    def process_view(self, request, view_func, view_args, view_kwargs):
-        match = getattr(request, "resolver_match", None)
-        cost_of = EXPENSIVE_DOORS.get(match.url_name) if match is not None else None
-        units = cost_of(request.GET) if cost_of is not None else 0
-        if not units:
-            return None
-        from web.concurrency import SLOTS
-        from web.throttles import CostBudget, limit_response
-
-        # The place first: a request turned away because the server is busy spends no budget.
-        if not SLOTS.take():
-            return limit_response(request, status=503, wait_s=2, detail=(
-                "The server is busy with other exports and searches; try again in a few seconds."))
-        budget = CostBudget(request, _user_id(request))
-        if not budget.spend(units):
-            SLOTS.give_back()
-            return limit_response(request, status=429, wait_s=budget.wait_s, detail=(
-                f"Too many expensive requests (exports, searches, filtered lists, map data) from your "
-                f"address or account; try again in {budget.wait_s} seconds."))
-        request._holds_expensive_slot = True
-        return None
 
 
 @checks.register(checks.Tags.security, deploy=True)

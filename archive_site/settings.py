@@ -52,6 +52,9 @@ MIDDLEWARE = [
     # Refuses bodies over ARCHIVE_MAX_UPLOAD_MB (413) before anything reads them; adds the CSP.
     "archive_site.security.UploadSizeLimitMiddleware",
     "archive_site.security.ContentSecurityPolicyMiddleware",
+    # Expensive doors (export, filtered lists, searches, map data): a place among the process's
+    # few, or 503/429 at once, before sessions and the rest (archive_site/expensive_requests.py).
+    "archive_site.expensive_requests.ExpensiveGateMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # gzip for pages and the API, after whitenoise (static files come precompressed) and before
     # everything that writes the body; not the pages that show secrets (BREACH).
@@ -63,10 +66,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Bundle and export downloads of the pages share the API's "downloads" throttle; every
-    # expensive door (export, filtered leaderboard, search, map data) costs units of a budget
-    # per client and per user, and a few at once per process (archive_site/security.py).
+    # expensive door the gate let through pays units of a budget per client and per user.
     "archive_site.security.DownloadThrottleMiddleware",
-    "archive_site.security.ExpensiveRequestMiddleware",
+    "archive_site.expensive_requests.ExpensiveBudgetMiddleware",
     # Last: turns a sign-in refused for too many failures into the 429 page (accounts/lockout.py).
     "axes.middleware.AxesMiddleware",
 ]
@@ -228,7 +230,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
 }
 # Expensive doors (export, filtered leaderboard, regex and meaning search, map data; costs in
-# archive_site/security.py): units a minute per client address, and per user for signed-in
+# archive_site/expensive_requests.py): units a minute per client address, and per user for signed-in
 # requests, counted in the cache (Redis with REDIS_URL); past them 429 with Retry-After.
 EXPENSIVE_UNITS_PER_MINUTE_ANON = env.integer("ARCHIVE_EXPENSIVE_UNITS_ANON", 60)
 EXPENSIVE_UNITS_PER_MINUTE_USER = env.integer("ARCHIVE_EXPENSIVE_UNITS_USER", 120)

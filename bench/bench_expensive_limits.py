@@ -43,7 +43,7 @@ import bench_load  # noqa: E402  its database, archive and gunicorn helpers
 REPO = Path(__file__).resolve().parents[1]
 GOAL_P99_MS = 200
 PLAIN_PAGES = ["/", "/leaderboard/"]
-# The expensive doors (archive_site/security.EXPENSIVE_DOORS), as pages and as API calls.
+# The expensive doors (archive_site/expensive_requests.EXPENSIVE_DOORS), as pages and as API calls.
 EXPENSIVE = [
     ("export", "/api/exports/?format=jsonl&level=1"),
     ("export", "/api/exports/?format=csv&correct_only=1"),

@@ -31,7 +31,7 @@ PARAMETER_DESCRIPTIONS = {
 }
 # Downloads throttled by web.throttles.DownloadRateThrottle through the middleware, not the view.
 DOWNLOAD_PATHS = re.compile(r"/bundle/$|/api/exports/")
-# Expensive doors (archive_site/security.EXPENSIVE_DOORS): a cost budget (429) and a cap on how
+# Expensive doors (archive_site/expensive_requests.EXPENSIVE_DOORS): a cost budget (429) and a cap on how
 # many run at once in a process (503), both applied by the middleware.
 EXPENSIVE_PATHS = re.compile(r"^/api/(exports|search|map|leaderboard|kernels)/$")
 

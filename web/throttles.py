@@ -6,7 +6,11 @@ a request is checked, so a changed setting (a test's override) takes effect. The
 an anonymous request is its REMOTE_ADDR, or the address NUM_PROXIES (ARCHIVE_NUM_PROXIES)
 proxies in front put into X-Forwarded-For: a client cannot pick its own bucket.
 """
+import collections
+import functools
+import logging
 import math
+import threading
 import time
 
 from django.conf import settings
@@ -19,6 +23,8 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle, BaseThrottle, SimpleRateThrottle, UserRateThrottle
 
 from .api_errors import error_response
+
+log = logging.getLogger(__name__)
 
 
 def client_address(request) -> str:
@@ -81,13 +87,45 @@ def throttled_page(request, throttles, what: str) -> HttpResponse | None:
 def limit_response(request, *, status: int, detail: str, wait_s: int) -> HttpResponse:
     """A request refused by a limit (429: over its budget; 503: the server is busy), with
     Retry-After: the API's error shape under /api/, else a small page (templates/limit.html).
-    Cheap on purpose: a flood of refusals must not slow the pages served beside it."""
+    Cheap on purpose: a flood of refusals must not slow the pages served beside it, so the page
+    is rendered once per text and the refusals are logged as a count (_RefusalLog), not a line each."""
     if request.path.startswith("/api/"):
-        return error_response(status, detail, code="throttled" if status == 429 else "busy", retry_after=wait_s,
-                              headers={"Retry-After": str(wait_s)})
+        response = error_response(status, detail, code="throttled" if status == 429 else "busy",
+                                  retry_after=wait_s, headers={"Retry-After": str(wait_s)})
+    else:
+        response = HttpResponse(_limit_page(status, detail), status=status, headers={"Retry-After": str(wait_s)})
+    response._has_been_logged = True  # Django's own log line per 4xx/5xx would cost more than the answer
+    REFUSALS.count(status)
+    return response
+
+
+@functools.lru_cache(maxsize=256)  # a detail names its wait in seconds: a few hundred texts at most
+def _limit_page(status: int, detail: str) -> str:
     heading = "Too many requests" if status == 429 else "Busy"
-    body = render_to_string("limit.html", {"code": status, "heading": heading, "detail": detail})
-    return HttpResponse(body, status=status, headers={"Retry-After": str(wait_s)})
+    return render_to_string("limit.html", {"code": status, "heading": heading, "detail": detail})
+
+
+class _RefusalLog:
+    """Refusals by status, logged as one warning at most every EVERY_S seconds per process (the
+    first at once), so that operators see a flood without the flood writing a line a request."""
+
+    EVERY_S = 10.0
+
+    def __init__(self):
+        self._lock, self._counts, self._logged_at = threading.Lock(), collections.Counter(), None
+
+    def count(self, status: int) -> None:
+        with self._lock:
+            self._counts[status] += 1
+            now = time.monotonic()
+            if self._logged_at is not None and now - self._logged_at < self.EVERY_S:
+                return
+            counts, self._counts, self._logged_at = dict(self._counts), collections.Counter(), now
+        log.warning("refused by the request limits since the last such line: %s",
+                    ", ".join(f"{n} x {code}" for code, n in sorted(counts.items())))
+
+
+REFUSALS = _RefusalLog()
 
 
 def throttled_search_page(request) -> HttpResponse | None:
@@ -97,7 +135,7 @@ def throttled_search_page(request) -> HttpResponse | None:
 
 class CostBudget:
     """Units a client may spend on expensive requests per minute: each request costs its door's
-    units (archive_site/security.EXPENSIVE_DOORS) from a bucket per client address, and from one
+    units (archive_site/expensive_requests.EXPENSIVE_DOORS) from a bucket per client address, and from one
     per user when signed in, so neither many accounts nor many addresses get around it. A bucket's
     minute starts with its first request (no boundary at which two minutes' budgets could be
     spent at once); it is counted in the cache (add, then incr: atomic on Redis, shared by every
@@ -107,19 +145,22 @@ class CostBudget:
 
     def __init__(self, request, user_id: int | None):
         self.wait_s = self.WINDOW_S
-        self.buckets = [(f"expensive:ip:{client_address(request)}", settings.EXPENSIVE_UNITS_PER_MINUTE_ANON)]
+        self.refused_by, self.remaining = None, 0  # after a refusal: "ip" or "user", and its units left
+        self.buckets = [("ip", f"expensive:ip:{client_address(request)}", settings.EXPENSIVE_UNITS_PER_MINUTE_ANON)]
         if user_id is not None:
-            self.buckets.append((f"expensive:user:{user_id}", settings.EXPENSIVE_UNITS_PER_MINUTE_USER))
+            self.buckets.append(("user", f"expensive:user:{user_id}", settings.EXPENSIVE_UNITS_PER_MINUTE_USER))
 
     def spend(self, units: int) -> bool:
         """Take `units` from every bucket; False (and nothing taken) when one cannot pay, with
-        wait_s the seconds until that bucket's minute ends."""
+        wait_s the seconds until that bucket's minute ends, refused_by naming it and remaining
+        the units it had left."""
         taken = []
-        for key, budget in self.buckets:
+        for kind, key, budget in self.buckets:
             spent = self._take(key, units)
             taken.append(key)
             if spent > budget:
                 self._refund(taken, units)
+                self.refused_by, self.remaining = kind, max(0, budget - (spent - units))
                 started = cache.get(f"{key}:start")
                 if started is not None:
                     self.wait_s = max(1, math.ceil(started + self.WINDOW_S - time.time()))

@@ -102,3 +102,41 @@ def test_past_the_process_cap_an_expensive_request_is_turned_away_at_once(client
     # The turned-away request spent nothing: the address still has its whole budget (10 searches).
     statuses = [client.get(REGEX_SEARCH, REMOTE_ADDR="10.5.0.1").status_code for _ in range(9)]
     assert statuses == [200] * 9
+
+
+def test_once_a_budget_is_spent_the_next_refusals_touch_no_database(client, django_assert_num_queries):
+    user = User.objects.create_user("ada", "ada@example.org", "a long passphrase 42")
+    client.force_login(user)  # a session cookie: the whole stack would read the session and the user
+    for _ in range(10):
+        client.get("/search/?q=__syncthreads&mode=regex")
+    assert client.get("/search/?q=__syncthreads&mode=regex").status_code == 429  # the budget says no
+    with django_assert_num_queries(0):
+        refused = client.get("/search/?q=__syncthreads&mode=regex")
+    assert refused.status_code == 429 and 0 < int(refused["Retry-After"]) <= 60
+    assert "Too many expensive requests" in refused.content.decode()
+
+
+def test_a_spent_budget_still_pays_a_cheaper_door_it_has_units_for(client, settings):
+    settings.EXPENSIVE_UNITS_PER_MINUTE_ANON = 30
+    assert fetched(client.get(EXPORT)).status_code == 200  # 20 of 30 units
+    assert client.get(EXPORT).status_code == 429  # 20 more cannot be paid: a note for the gate
+    assert client.get(REGEX_SEARCH).status_code == 200  # 6 of the 10 left
+    assert client.get(REGEX_SEARCH).status_code == 429  # 4 left
+
+
+def test_a_busy_refusal_touches_no_database(client, django_assert_num_queries):
+    held = client.get(EXPORT)
+    with django_assert_num_queries(0):
+        assert client.get(REGEX_SEARCH, HTTP_AUTHORIZATION="Token not-looked-up").status_code == 503
+    b"".join(held.streaming_content)
+
+
+def test_a_flood_of_refusals_is_logged_as_a_count_not_a_line_each(client, caplog, monkeypatch):
+    from web import throttles
+
+    monkeypatch.setattr(throttles, "REFUSALS", throttles._RefusalLog())  # this process's count from now
+    with caplog.at_level("WARNING"):
+        statuses = [client.get(REGEX_SEARCH).status_code for _ in range(30)]
+    assert statuses.count(429) == 20
+    lines = [record for record in caplog.records if "refused" in record.getMessage() or record.name == "django.request"]
+    assert len(lines) == 1 and "1 x 429" in lines[0].getMessage()  # the first at once, the rest counted
