@@ -5,8 +5,8 @@ and everything it reports is evidence.
     python -m verifier.judge --reference REF.py --candidate CAND [--functional FN.py]
         [--kind model_new|cuda_forward] [--device cuda|cpu] [--seed N ... | --seeds N,N,N]
         [--tolerance-abs X --tolerance-rel Y] [--no-timing] [--time-budget S] [--no-compile]
-        [--rse-target R] [--start-delay-us U] [--runner-timeout S] [--build-dir DIR]
-        [--json OUT.json] [--build-only]
+        [--rse-target R] [--start-delay-us U] [--runner-timeout S] [--budget S] [--probe-budget S]
+        [--build-dir DIR] [--json OUT.json] [--build-only]
 
 (``python -m evaluator.harness`` is the same command.) Prints one JSON document
 (verifier/result.py) and exits 0 whenever a verdict was reached. The judge:
@@ -42,6 +42,7 @@ from . import compute_floor
 from . import confine
 from . import device_lock
 from . import inputs as inp
+from . import judge_budget
 from . import judge_options
 from .judge_options import DEFAULT_RUNNER_TIMEOUT_S
 from . import judge_timing
@@ -68,9 +69,9 @@ class HarnessError(Exception):
     """Verdict 'error': the judge could not judge (bad reference, no GPU, missing form)."""
 
 
-def _stage_writer(phases):
-    """Records each step's start (the sandbox reads the file to tell whose fault a crash was)
-    and the seconds each step took (``checks.phases``)."""
+def _stage_writer(phases, budget):
+    """Records each step's start (the sandbox reads the file to tell whose fault a crash was),
+    the seconds each step took (``checks.phases``) and the step the budget is spent on."""
     path = os.environ.get("HARNESS_STAGE_FILE")
     last = {"name": None, "t": time.monotonic()}
 
@@ -79,6 +80,7 @@ def _stage_writer(phases):
         if last["name"]:
             phases[last["name"]] = round(phases.get(last["name"], 0.0) + now - last["t"], 3)
         last.update(name=name, t=now)
+        budget.step = name
         if path:
             try:
                 with open(path, "w") as fh:
@@ -104,7 +106,8 @@ def module_from_text(src, role):
 
 def verify(*, reference_src, candidate_src, kind, functional_src=None, device="cpu", seeds=None, tolerance=None,
            time_it=True, build_dir=None, timing_budget_s=None, compile_baseline=True, rse_target=None,
-           start_delay_us=None, build_only=False, runner_timeout_s=DEFAULT_RUNNER_TIMEOUT_S):
+           start_delay_us=None, build_only=False, runner_timeout_s=DEFAULT_RUNNER_TIMEOUT_S, budget_s=None,
+           probe_budget_s=None):
     """Run the whole protocol and return the result document (a dict)."""
     doc = result.new_document(kind=kind, device=device)
     tol = dict(DEFAULT_TOLERANCE)
@@ -113,18 +116,21 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
     tol["rel_definition"] = "||out - ref|| / ||ref|| <= rel"
     doc["tolerance"] = tol
     doc["checks"]["phases"] = {}
-    stage = _stage_writer(doc["checks"]["phases"])
+    budget = judge_budget.Budget.for_device(device if device in judge_budget.DEFAULT_BUDGET_S else "cpu",
+                                            budget_s, probe_budget_s)
+    stage = _stage_writer(doc["checks"]["phases"], budget)
     stage("judge_start")
     doc["checks"]["confinement"] = confine.harden_judge()
     hold = device_lock.ProcessHold.from_environment(device)
-    job = _Job(doc, stage, tol, device, kind)
+    budget.uncounted = lambda: hold.stats["exclusive_wait_s"]
+    job = _Job(doc, stage, tol, device, kind, budget)
     try:
         hold.start()
         job.run(reference_src, candidate_src, functional_src, seeds, time_it, build_dir or build.default_build_dir(),
                 timing_budget_s, compile_baseline, rse_target, start_delay_us, build_only, runner_timeout_s, hold)
     except HarnessError as exc:
         doc["verdict"], doc["error"] = "error", str(exc)
-    except (RunnerFailure, CandidateRaised) as exc:
+    except (RunnerFailure, CandidateRaised, judge_budget.BudgetExhausted) as exc:
         job.add(exc.flag)
         doc["verdict"] = "failed"
     except Exception as exc:  # the judge itself broke: say so, never pretend a verdict
@@ -137,6 +143,8 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
         hold.stop()
     if hold.report():
         doc["checks"]["device_lock"] = hold.report()
+    if budget.started is not None:
+        doc["checks"]["budget"] = budget.report()
     doc["verdict"] = result.decide(doc)
     if doc["verdict"] == "built" or build_only:
         doc["verdict"] = "built" if doc["verdict"] in ("passed", "built") and not any(
@@ -153,8 +161,9 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
 class _Job:
     """One verification's state, step by step."""
 
-    def __init__(self, doc, stage, tol, device, kind):
+    def __init__(self, doc, stage, tol, device, kind, budget):
         self.doc, self.stage, self.tol, self.device, self.kind = doc, stage, tol, device, kind
+        self.budget = budget
         self.runner = None
 
     def add(self, entry):
@@ -219,9 +228,10 @@ class _Job:
             setup={"reference_src": reference_src, "candidate_src": candidate_src, "functional_src": functional_src,
                    "kind": kind, "device": device, "tolerance": self.tol, "build_only": build_only,
                    "pch_header": pch_header},
-            build_dir=build_dir, request_timeout_s=runner_timeout_s)
+            build_dir=build_dir, request_timeout_s=runner_timeout_s, budget=self.budget)
         self.runner.start()
         ready, _ = self.runner.wait_ready()
+        self.budget.start()  # the build and load had the runner's timeout; the rest shares the budget
         doc["checks"]["confinement"].update(ready.get("confinement") or {})
         runner_checks = ready.get("checks") if isinstance(ready.get("checks"), dict) else {}
         if "build" in runner_checks:
@@ -243,6 +253,7 @@ class _Job:
         self.stage("candidate_call")
         ref_samples, cand_samples = [], []
         for seed in doc["seeds"]:
+            self._within_budget()
             doc["trials"].append(self._trial(ref_mod, ref_model, seed, ref_samples, cand_samples))
         failed = [t for t in doc["trials"] if not t["passed"]]
         if failed:
@@ -255,8 +266,10 @@ class _Job:
         const = checks.constant_output(checks.stack_samples(cand_samples), ref_stack)
         if const:
             self.add(const)
+        self._within_budget()
         self.stage("runner_probes")
         self.runner.request("analyse", {"seeds": doc["seeds"]}, expect="analysed")
+        self._within_budget()
         if not time_it:
             doc["timings"] = {"skipped": "timing disabled (--no-timing)"}
         elif self.blocked() or failed:
@@ -268,16 +281,21 @@ class _Job:
             timings, speedup, info, tflags, inputs = judge_timing.time_candidate(
                 runner=self.runner, ref_model=ref_model, ref_mod=ref_mod, device=device, tol=self.tol,
                 budget_s=budget, compile_baseline=compile_baseline, rse_target=rse_target,
-                start_delay_us=start_delay_us, hold=hold, stage=self.stage)
+                start_delay_us=start_delay_us, hold=hold, stage=self.stage, budget=self.budget)
             doc["timings"], doc["speedup"], doc["checks"]["timing"] = timings, speedup, info
             for f in tflags:
                 self.add(f)
             if inputs is not None and timings.get("candidate", {}).get("median_ms"):
+                self.stage("floors")
                 self._bandwidth_floor(ref_model, inputs, timings["candidate"]["median_ms"])
                 doc["checks"]["compute_floor"], below = compute_floor.check(
                     ref_model, inputs, timings["candidate"]["median_ms"], device)
                 if below:
                     self.add(below)
+
+    def _within_budget(self):
+        if self.budget.remaining() <= 0:
+            raise judge_budget.BudgetExhausted(self.budget.exhausted_flag())
 
     def _trial(self, ref_mod, ref_model, seed, ref_samples, cand_samples):
         gold = inp.make_inputs(ref_mod, seed, self.device)
@@ -372,7 +390,7 @@ def main(argv=None):
                      tolerance={"abs": args.tolerance_abs, "rel": args.tolerance_rel}, time_it=not args.no_timing,
                      build_dir=args.build_dir, timing_budget_s=args.time_budget, compile_baseline=not args.no_compile,
                      rse_target=args.rse_target, start_delay_us=args.start_delay_us, build_only=args.build_only,
-                     runner_timeout_s=args.runner_timeout)
+                     runner_timeout_s=args.runner_timeout, budget_s=args.budget, probe_budget_s=args.probe_budget)
     except OSError as exc:
         doc = result.failure_document("error", "cannot read input: %s" % exc)
     text = result.dumps(doc)

@@ -27,6 +27,11 @@ def parse(argv):
                    "so the events time the device's work and not the host's launch (default 50)")
     p.add_argument("--runner-timeout", type=float, default=DEFAULT_RUNNER_TIMEOUT_S,
                    help="seconds the runner may take for any one step, its build included")
+    p.add_argument("--budget", type=float, help="seconds the whole verification may take once the candidate is "
+                   "loaded: trials, probes, timing (default 90 cuda, 180 cpu); past it the kernel fails with "
+                   "verification_budget_exhausted")
+    p.add_argument("--probe-budget", type=float, help="seconds any one request to the runner may take once the "
+                   "candidate is loaded (default 45 cuda, 90 cpu); past it: probe_budget_exhausted")
     p.add_argument("--build-dir")
     p.add_argument("--build-only", action="store_true", help="only build and load the candidate (verdict built)")
     p.add_argument("--json")

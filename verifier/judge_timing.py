@@ -33,6 +33,7 @@ import time
 import torch
 
 from . import inputs as inp
+from . import judge_budget
 from . import judge_clocks
 from .judge_clocks import SEED_BOUND, bools as _bools, numbers as _numbers, seeds as _seeds
 from . import kernel_time
@@ -50,6 +51,9 @@ BATCH_OUTPUT_BYTES = 256 << 20
 # Calls per batch: the judge's clock's per-batch noise (the channel, the host) is spread over them,
 # so a short kernel's hidden work per call stands out of it (docs/decisions/judge-clock-allowance.md).
 MAX_BATCH = 64
+# Calls of each implementation before the batch size is chosen: the first may compile or tune, the
+# others say what a call costs, so a slow kernel's batch can be cut to fit the timing budget.
+FIRST_CALLS = 3
 PROFILED_KEYS = ("event_ms", "device_activities", "event_bounded")  # what a profiled batch reports beside ms
 # Unaccounted time per call that fails a kernel: launch noise on a GPU, a loaded host on the CPU.
 # The runner's own per-call overhead differs from the judge's by up to 0.3 ms on the H200 (a bias,
@@ -133,8 +137,10 @@ def _bound_by_own_events(answer, batch):
 
 
 def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile_baseline, rse_target,
-                   start_delay_us, hold, stage=lambda name: None):
-    """Returns (timings, speedup, checks, flags, one input set)."""
+                   start_delay_us, hold, stage=lambda name: None, budget=None):
+    """Returns (timings, speedup, checks, flags, one input set). ``budget_s`` is the timing's own
+    budget; ``budget`` (judge_budget.Budget) the verification's, which the loop never runs past."""
+    budget = budget or judge_budget.Budget(float("inf"), float("inf"))
     flags = []
     probe = inp.make_inputs(ref_mod, secrets.randbelow(2 ** 31), device)
     with torch.no_grad():
@@ -178,16 +184,31 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
                 _bound_by_own_events(answer, len(seeds))
         return answer, wall
 
-    # Warm-up: one end-to-end batch each (builds torch.compile, fills caches; errors in a
-    # baseline are recorded), which also shows how long each takes the host to launch.
-    warm = _seeds(batch)
-    live, launch = [], {}
+    # First calls (build torch.compile, fill caches; errors in a baseline are recorded), which say
+    # what a call costs; then a warm-up batch of the size chosen from them, which also shows how
+    # long each takes the host to launch.
+    first = _seeds(FIRST_CALLS)
+    live, launch, per_call_ms = [], {}, {}
     for name, fn in impls:
         try:
-            launch[name] = timing.run_batch(fn, make, warm, end_to_end, weights)["launch_ms"][1:]
+            t0 = _perf()
+            seen = timing.run_batch(fn, make, first, end_to_end, weights)
+            per_call_ms[name] = _per_call_ms((_perf() - t0) * 1e3, seen.get("host_ms"))
             live.append((name, fn))
         except Exception as exc:
             notes[name] = "%s: %s" % (type(exc).__name__, str(exc)[:500])
+    if "eager" not in dict(live):
+        raise RuntimeError("the eager reference cannot be timed: %s" % notes.get("eager"))
+    answer, wall = candidate_batch(first, None)
+    per_call_ms["candidate"] = _per_call_ms(wall, answer.get("host_ms"))
+    batch, batch_why = fit_batch(batch, per_call_ms, budget_s, planned_rounds=3 * (2 if device == "cuda" else 1))
+    warm = _seeds(batch)
+    for name, fn in list(live):
+        try:
+            launch[name] = timing.run_batch(fn, make, warm, end_to_end, weights)["launch_ms"][1:]
+        except Exception as exc:
+            notes[name] = "%s: %s" % (type(exc).__name__, str(exc)[:500])
+            live.remove((name, fn))
     if "eager" not in dict(live):
         raise RuntimeError("the eager reference cannot be timed: %s" % notes.get("eager"))
     answer, _ = candidate_batch(warm, None)
@@ -216,6 +237,7 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
             request[c]["cpus"] = pinning.runner_cpus
         t_start = _perf()
         while True:
+            round_start = _perf()
             clock = clocks[rounds % len(clocks)]
             calls = _seeds(batch)
             turn = rounds // len(clocks)
@@ -264,6 +286,14 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
             rounds += 1
             del kept, ref_outs
             elapsed = _perf() - t_start
+            if wrong is None and budget.remaining() < judge_budget.RESERVE_S + (_perf() - round_start):
+                if rounds < min_rounds:  # too few rounds to judge the clocks by: no timing, no pass
+                    raise judge_budget.BudgetExhausted(budget.exhausted_flag(
+                        "%d of the %d rounds of timing ran, %d calls each" % (rounds, min_rounds, batch), whole=True))
+                stop = (stop if confirm_until is not None else "") + "; stopped with %d rounds: the verification's " \
+                    "budget had %.1f s left, less than another round and the steps after timing need" % (
+                        rounds, budget.remaining())
+                break
             n = min(len(samples[c]["candidate"]["ms"]) for c in clocks)
             worst = max(timing.rse_of_median(by_name["ms"]) for c in clocks for by_name in samples[c].values())
             if wrong is not None:
@@ -314,7 +344,8 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
     speedup = timing_report.speedups(timings)
     report, unaccounted_flag = timing_report.unaccounted_verdict(unaccounted, timings, allowance_rule,
                                                                  _noise(own_rounds))
-    info = {"rounds": rounds, "batch": batch, "stop": stop, "inputs": inputs_made, "rse_target": rse_target,
+    info = {"rounds": rounds, "batch": batch, "batch_size": batch_why, "stop": stop.lstrip("; "),
+            "inputs": inputs_made, "rse_target": rse_target,
             "channel_round_trip_ms": rtt,
             "unaccounted_ms_per_call": report, "clocks": {c: timing_report.METHODS[c] for c in clocks},
             "rank_clock": clocks[0], "start_delay_us": end_to_end.start_delay_us,
@@ -346,6 +377,24 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
             if why and wrong is None:
                 flags.append(flag("work_outside_call", True, why, source="judge"))
     return timings, speedup, info, flags, probe
+
+
+def _per_call_ms(wall_ms, host_ms):
+    """A call's cost from a short batch: its wall time without the first call, which may compile."""
+    if isinstance(host_ms, list) and len(host_ms) >= 2 and isinstance(host_ms[0], (int, float)):
+        return max(0.0, wall_ms - host_ms[0]) / (len(host_ms) - 1)
+    return wall_ms / max(1, len(host_ms) if isinstance(host_ms, list) else FIRST_CALLS)
+
+
+def fit_batch(batch, per_call_ms, budget_s, planned_rounds):
+    """(calls per batch, why): at most ``batch``, and few enough that the planned rounds of every
+    implementation fit the timing budget; never fewer than 2 (the judge fetches one call of each)."""
+    round_ms = sum(per_call_ms.values())
+    fit = int(budget_s * 1e3 / planned_rounds / round_ms) if round_ms > 0 else batch
+    if fit >= batch:
+        return batch, "%d: the most per batch for this output size" % batch
+    return max(2, fit), "%d: a call of every implementation costs %.1f ms, and %d rounds must fit the %.1f s " \
+        "timing budget" % (max(2, fit), round_ms, planned_rounds, budget_s)
 
 
 def compiled_in_this_process(ref_model):

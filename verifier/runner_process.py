@@ -21,9 +21,9 @@ _CANDIDATE_FAILURES = {"runtime_error", "out_of_memory", "illegal_memory_access"
 class RunnerFailure(Exception):
     """The runner misbehaved or died; carries the flag that says how."""
 
-    def __init__(self, name, evidence):
+    def __init__(self, name, evidence, entry=None):
         super().__init__(evidence)
-        self.flag = flag(name, True, evidence, source="judge")
+        self.flag = entry or flag(name, True, evidence, source="judge")
 
 
 class CandidateRaised(Exception):
@@ -55,8 +55,9 @@ def protected_pids():
 
 
 class RunnerProcess:
-    def __init__(self, *, setup, build_dir, request_timeout_s):
+    def __init__(self, *, setup, build_dir, request_timeout_s, budget=None):
         self.request_timeout_s = request_timeout_s
+        self.budget = budget  # judge_budget.Budget: bounds every request once the candidate is loaded
         self.setup = dict(setup, build_dir=build_dir, protected_pids=protected_pids())
         self.scratch = None
         self.proc = None
@@ -170,14 +171,15 @@ class RunnerProcess:
 
     def request(self, kind, values=None, tensors=(), expect=None, timeout=None):
         """Send one request and read its one answer: (values, tensors)."""
-        timeout = self.request_timeout_s if timeout is None else timeout
+        if timeout is None:
+            timeout = self.budget.request_timeout(self.request_timeout_s) if self.budget else self.request_timeout_s
         rid = self.next_id
         self.next_id += 1
         try:
             self.channel.send({"type": kind, "id": rid}, tensors, values=values or {}, timeout=timeout)
         except TimeoutError:
             self._kill()
-            raise RunnerFailure("timeout", "the runner did not take request %r within %.0f s (killed)" % (kind, timeout))
+            raise self._timed_out("did not take request %r within %.1f s (killed)" % (kind, timeout), timeout)
         except ProtocolError as exc:
             failure = self._death_or_tampering(kind, exc)
             self._kill()
@@ -192,7 +194,7 @@ class RunnerProcess:
             header, out = self.channel.recv(timeout=timeout)
         except TimeoutError:
             self._kill()
-            raise RunnerFailure("timeout", "the runner did not answer %r within %.0f s (killed)" % (kind, timeout))
+            raise self._timed_out("did not answer %r within %.1f s (killed)" % (kind, timeout), timeout)
         except ProtocolError as exc:
             failure = self._death_or_tampering(kind, exc)
             self._kill()
@@ -211,6 +213,13 @@ class RunnerProcess:
             self._kill()
             raise RunnerFailure("tampering", "asked %r, the runner answered %r" % (kind, header["type"]))
         return answer, out
+
+    def _timed_out(self, what, timeout):
+        """``timeout`` past the runner's own limit; past the verification's budget, the budget's flag."""
+        if self.budget and self.budget.bounded_by_budget(timeout, self.request_timeout_s):
+            self.budget.ran_out = self.budget.step
+            return RunnerFailure("", "", self.budget.exhausted_flag("the runner " + what))
+        return RunnerFailure("timeout", "the runner " + what)
 
     def _death_or_tampering(self, kind, exc):
         if isinstance(exc, ChannelClosed):

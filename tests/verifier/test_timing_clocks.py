@@ -144,13 +144,14 @@ def test_honest_runner_gets_both_figures_each_named_and_ranked_by_gpu_time(two_c
     assert speedup["end_to_end"]["vs_eager"] == pytest.approx(
         eager["end_to_end"]["median_ms"] / cand["end_to_end"]["median_ms"])
     # rounds alternate the clocks, and the runner was told which (and the same spin each time)
-    asked = [(c["clock"], c.get("busy")) for c in runner.clocks_asked[3:]]
+    asked = [(c["clock"], c.get("busy")) for c in runner.clocks_asked[4:]]
     assert asked[:4] == [("gpu_time", True), ("end_to_end", None)] * 2 and info["rounds"] >= 6
-    # warm-ups, kept out of the rounds: end to end, the GPU-time clock, then its profiled calls
-    assert runner.clocks_asked[0] is None and runner.clocks_asked[1] == {"clock": "gpu_time",
-                                                                        "spin_us": info["gpu_time_spin_us"]}
-    assert runner.clocks_asked[2]["busy"] is True and info["gpu_time_busy"]["used"] is True
-    assert len({c["spin_us"] for c in runner.clocks_asked[1:]}) == 1
+    # warm-ups, kept out of the rounds: the first calls and a batch end to end, the GPU-time clock,
+    # then its profiled calls
+    assert runner.clocks_asked[:2] == [None, None] and runner.clocks_asked[2] == {
+        "clock": "gpu_time", "spin_us": info["gpu_time_spin_us"]}
+    assert runner.clocks_asked[3]["busy"] is True and info["gpu_time_busy"]["used"] is True
+    assert len({c["spin_us"] for c in runner.clocks_asked[2:]}) == 1
     assert info["gpu_time_spin_us"] == timing.MAX_QUEUE_SPIN_US  # 3x a 20 ms launch, capped
     unaccounted = info["unaccounted_ms_per_call"]
     assert set(unaccounted["by_clock"]) == {"gpu_time", "end_to_end"}

@@ -1,0 +1,134 @@
+"""Every verification ends within its budget: a kernel that runs a step past it fails with a flag
+naming the step, and a slow honest kernel's timing is cut to fit instead of running it out."""
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from verifier import build
+from verifier.judge_budget import Budget
+from verifier.judge_timing import fit_batch
+
+# One C++ kernel for every case (one build): a ReLU that sleeps x.size(0) ms per call, so each
+# task's input shape sets how slow it is.
+SLEEPY_RELU = textwrap.dedent("""
+    #include <torch/extension.h>
+    #include <chrono>
+    #include <thread>
+
+    torch::Tensor forward(torch::Tensor x) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(x.size(0)));
+        auto xc = x.contiguous();
+        auto out = torch::empty_like(xc);
+        const float* in = xc.data_ptr<float>();
+        float* o = out.data_ptr<float>();
+        for (int64_t i = 0; i < xc.numel(); ++i) o[i] = in[i] > 0.f ? in[i] : 0.f;
+        return out;
+    }
+
+    PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &forward, "a ReLU that takes its time"); }
+""")
+
+
+def _task(rows: int) -> str:
+    return textwrap.dedent(f"""
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.relu(x)
+
+        def get_inputs():
+            return [torch.randn({rows}, 64)]
+
+        def get_init_inputs():
+            return []
+    """)
+
+
+def _judge(tmp_path: Path, rows: int, *options: str) -> dict:
+    (tmp_path / "task.py").write_text(_task(rows))
+    (tmp_path / "kernel.cpp").write_text(SLEEPY_RELU)
+    done = subprocess.run([sys.executable, "-m", "verifier.judge", "--reference", str(tmp_path / "task.py"),
+                           "--candidate", str(tmp_path / "kernel.cpp"), "--kind", "cuda_forward", "--device", "cpu",
+                           "--build-dir", build.default_build_dir(), *options],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout[done.stdout.index("{"):])
+
+
+def _budget_flags(doc: dict) -> list[dict]:
+    return [f for f in doc["flags"] if f["name"] in ("verification_budget_exhausted", "probe_budget_exhausted")]
+
+
+def test_a_call_that_hangs_fails_within_the_probe_budget_naming_its_step(tmp_path):
+    doc = _judge(tmp_path, 30_000, "--probe-budget", "3", "--budget", "60")  # 30 s a call
+    (exhausted,) = _budget_flags(doc)
+    assert doc["verdict"] == "failed" and exhausted["blocking"]
+    assert exhausted["name"] == "probe_budget_exhausted" and exhausted["step"] == "candidate_call"
+    assert "correctness trials" in exhausted["evidence"]
+    assert doc["checks"]["budget"]["ran_out_in"] == "candidate_call"
+    assert doc["checks"]["budget"]["spent_s"] < 3 + 2
+
+
+def test_a_slow_kernel_runs_out_the_whole_budget_and_is_never_passed(tmp_path):
+    doc = _judge(tmp_path, 400, "--budget", "4")  # 0.4 s a call, more calls than 4 s allow
+    (exhausted,) = _budget_flags(doc)
+    assert doc["verdict"] == "failed" and exhausted["name"] == "verification_budget_exhausted"
+    assert exhausted["step"] in ("candidate_call", "runner_probes", "timing_setup", "timing")
+    assert doc["checks"]["budget"]["spent_s"] < 4 + 2
+    assert not doc["speedup"].get("vs_eager")
+
+
+def test_a_slow_honest_kernel_gets_fewer_calls_per_batch_and_passes(tmp_path):
+    doc = _judge(tmp_path, 60)  # 60 ms a call: 64 calls a batch would not fit the CPU's 3 s timing budget
+    assert doc["verdict"] == "passed", (doc["flags"], doc.get("error"))
+    timing = doc["checks"]["timing"]
+    assert 2 <= timing["batch"] < 64 and "timing budget" in timing["batch_size"]
+    assert not _budget_flags(doc) and doc["checks"]["budget"]["spent_s"] < doc["checks"]["budget"]["budget_s"]
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_the_budget_bounds_requests_only_once_started_and_names_what_ran_out():
+    clock = _Clock()
+    budget = Budget(90, 45, clock=clock)
+    assert budget.request_timeout(1800) == 1800  # the build and load: the runner's own timeout
+    budget.start()
+    assert budget.request_timeout(1800) == 45
+    clock.now += 60
+    assert budget.request_timeout(1800) == pytest.approx(30)
+    budget.step = "runner_probes"
+    assert budget.exhausted_flag()["name"] == "probe_budget_exhausted"
+    clock.now += 30
+    spent = budget.exhausted_flag()
+    assert spent["name"] == "verification_budget_exhausted" and "the probes" in spent["evidence"]
+    assert spent["step"] == "runner_probes" and spent["blocking"]
+
+
+@pytest.mark.parametrize("per_call_ms, expected", [
+    ({"eager": 0.01, "candidate": 0.01}, 64),        # fast: the output-size limit stands
+    ({"eager": 100.0, "candidate": 100.0}, 8),       # 200 ms a round's call: 6 rounds of 8 in 10 s
+    ({"eager": 900.0, "candidate": 5000.0}, 2),      # slower than the budget: never below 2
+])
+def test_a_batch_fits_the_timing_budget(per_call_ms, expected):
+    assert fit_batch(64, per_call_ms, 10.0, 6)[0] == expected
+
+
+def test_waiting_for_the_device_is_not_spent_from_the_budget():
+    clock, waited = _Clock(), [0.0]
+    budget = Budget(90, 45, clock=clock, uncounted=lambda: waited[0])
+    budget.start()
+    clock.now += 100
+    waited[0] += 80  # another kernel's timing had the GPU
+    assert budget.spent() == pytest.approx(20) and budget.remaining() == pytest.approx(70)
