@@ -2,6 +2,7 @@
 GPUs of one host, in one device call (issue #16: all 102 rows of the shared sample).
 
     python3 scripts/gpu_sample_reverify.py --sample ROWS.jsonl --out DIR [--gpus 0,1]
+        [--cuda-l1-gpu a100] [--judge-args "..."]
         [--timing-cpus "0,1;2,3"] [--jobs-per-gpu 6] [--build-jobs 20] [--time-budget 2]
         [--deadline-s 480] [--hard-deadline-s 530] [--rows 0-101] [--device cuda]
 
@@ -70,14 +71,40 @@ def interleaved(rows, indices):
     return order
 
 
+CUDA_L1_CLAIMS = ("score_default", "score_torch_compile_default", "score_cuda_graph")
+
+
+def cuda_l1_rows(lines, gpu):
+    """CUDA-L1's rows (level_id, task_id, ref_code, custom_code, score_*) in the sample's column
+    names; rows without a ModelNew are left out (the importer skips and reports them too)."""
+    rows = []
+    for line in lines:
+        row = json.loads(line)
+        code = row.get("custom_code")
+        if not isinstance(code, str) or "class ModelNew" not in code:
+            continue
+        rows.append({"Level_ID": row["level_id"], "Task_ID": row["task_id"], "Op_Name": "",
+                     "Kernel_Name": "cuda_l1_%s_level%s_task%s" % (gpu, row["level_id"], row["task_id"]),
+                     "ref_code": row["ref_code"], "custom_code": code,
+                     **{k: row.get(k) for k in CUDA_L1_CLAIMS}})
+    return rows
+
+
 def write_inputs(work, i, row):
+    if "custom_code" in row:  # a CUDA-L1 ModelNew module: the task and the module, no functional form
+        folder = work / ("row%03d" % i)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "task.py").write_text(row["ref_code"])
+        (folder / "candidate.py").write_text(row["custom_code"])
+        return folder / "task.py", folder / "candidate.py", None
     return write_row_sources(work / ("row%03d" % i), row)
 
 
 def judge_argv(paths, device, build_dir, extra):
     ref, cand, fn = paths
+    kind = "model_new" if str(cand).endswith(".py") else "cuda_forward"
     argv = [sys.executable, "-m", "verifier.judge", "--reference", str(ref), "--candidate", str(cand),
-            "--kind", "cuda_forward", "--device", device, "--build-dir", str(build_dir)] + list(extra)
+            "--kind", kind, "--device", device, "--build-dir", str(build_dir)] + list(extra)
     return argv + (["--functional", str(fn)] if fn else [])
 
 
@@ -129,7 +156,7 @@ class Campaign:
     def entry(self, i):
         row = self.rows[i]
         return {"index": i, "level": row["Level_ID"], "task": row["Task_ID"], "op": row["Op_Name"],
-                "kernel": row["Kernel_Name"], "claimed": {k: row.get(k) for k in CLAIMED}}
+                "kernel": row["Kernel_Name"], "claimed": {k: row.get(k) for k in CLAIMED + CUDA_L1_CLAIMS if k in row}}
 
     def run(self, argv, env, timeout):
         """The document, or None when the campaign's hard deadline (not the kernel) stopped it:
@@ -158,7 +185,7 @@ class Campaign:
                 self.record(i, None, gpu, "not_run", build_wall, None)
                 return
             env = dict(self.base_env, CUDA_VISIBLE_DEVICES=gpu, KB_TIMING_CPUS=self.timing_cpus[gpu])
-            extra = ["--time-budget", str(self.args.time_budget), "--no-compile"]
+            extra = self.judge_args()
             t0 = time.monotonic()
             doc = self.run(judge_argv(paths, self.args.device, self.build_dir, extra), env,
                            min(self.args.timeout, left))
@@ -167,6 +194,11 @@ class Campaign:
         finally:
             with self.lock:
                 self.pending[gpu] -= 1
+
+    def judge_args(self):
+        if self.args.judge_args is not None:
+            return self.args.judge_args.split()
+        return ["--time-budget", str(self.args.time_budget), "--no-compile"]
 
     def record(self, i, doc, gpu, phase, build_wall, run_wall):
         item = dict(self.entry(i), gpu=gpu, phase=phase,
@@ -189,7 +221,7 @@ class Campaign:
         meta = {"rows_asked": len(self.order), "rows_recorded": len(rows), "wall_s": round(self.elapsed(), 1),
                 "gpus": self.gpus, "timing_cpus": self.timing_cpus, "jobs_per_gpu": self.args.jobs_per_gpu,
                 "build_jobs": self.args.build_jobs, "time_budget_s": self.args.time_budget,
-                "harness_args": ["--time-budget", str(self.args.time_budget), "--no-compile"],
+                "harness_args": self.judge_args(),
                 "sample": os.path.basename(self.args.sample),
                 "versions": next((r["document"].get("versions") for r in rows
                                   if r["document"] and (r["document"].get("versions") or {}).get("torch")), None)}
@@ -232,8 +264,8 @@ def markdown(items):
         f = figures(item["document"]) if item["document"] else {}
         u = f.get("unaccounted") or {}
         lines.append("| %d | %d | `%s` | %s | %s | %s | %s | %s | %s | %s / %s |" % (
-            item["index"], item["level"], item["kernel"], item["claimed"]["Correct"],
-            _fmt(item["claimed"]["CUDA_Speedup_Native"]), f.get("verdict") or item["phase"],
+            item["index"], item["level"], item["kernel"], item["claimed"].get("Correct", "-"),
+            _fmt(item["claimed"].get("CUDA_Speedup_Native", item["claimed"].get("score_default"))), f.get("verdict") or item["phase"],
             ", ".join(f.get("blocking") or []) or "-", _fmt(f.get("gpu_speedup")), _fmt(f.get("e2e_speedup")),
             _fmt((u.get("gpu_time") or {}).get("median")), _fmt((u.get("end_to_end") or {}).get("median"))))
     verdicts = [(figures(i["document"])["verdict"] if i["document"] else i["phase"]) for i in items]
@@ -266,8 +298,12 @@ def main(argv=None):
     p.add_argument("--device", default="cuda")
     p.add_argument("--build-dir", default=os.path.join(tempfile.gettempdir(), "kb_sample_builds"))
     p.add_argument("--work", help="folder for the rows' sources and the locks (default: a new temporary one)")
+    p.add_argument("--cuda-l1-gpu", help="the file is a CUDA-L1 dump whose claims were measured on this GPU")
+    p.add_argument("--judge-args", help="the judge's options instead of --time-budget S --no-compile "
+                   "('' for the judge's defaults)")
     args = p.parse_args(argv)
-    rows = [json.loads(line) for line in Path(args.sample).read_text().splitlines() if line.strip()]
+    lines = [line for line in Path(args.sample).read_text().splitlines() if line.strip()]
+    rows = cuda_l1_rows(lines, args.cuda_l1_gpu) if args.cuda_l1_gpu else [json.loads(line) for line in lines]
     order = interleaved(rows, parse_rows(args.rows, len(rows)))
     results = Campaign(args, rows, order).go()
     print(markdown([results[i] for i in sorted(results)]))
