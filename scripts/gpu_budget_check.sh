@@ -3,8 +3,9 @@
 # verdict as its manifest expects) and, beside it on the same GPU lock, CUDA-L1 rows at the
 # judge's defaults (torch.compile baseline, 10 s timing, 90 s budget): ROWS of the dump in
 # .device/cuda_l1/ (copy it there from ../shared/data/cuda_l1/ and carry .device/cuda_l1).
+# ONLY=name,name runs those cheat-suite entries instead of all of them.
 #
-#   OUT=dir [DUMP=a100] [ROWS=3,5,7,32,50] bash scripts/gpu_budget_check.sh [SECONDS]
+#   OUT=dir [DUMP=a100] [ROWS=3,5,7,32,50] [ONLY=...] bash scripts/gpu_budget_check.sh [SECONDS]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to the results directory}
@@ -18,7 +19,7 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$O
 python3 -c "import torch; print(torch.__version__, torch.version.cuda)" | tee -a "$OUT/gpus.txt"
 (
     CUDA_VISIBLE_DEVICES=0 KB_TIMING_CPUS=0,1 timeout "$budget" taskset -c "$others" \
-        python3 -m verifier.gpu_campaign --device cuda --out "$work/cheats" --jobs 6 --timed-jobs 1 \
+        python3 -m verifier.gpu_campaign --device cuda --out "$work/cheats" ${ONLY:+--only "$ONLY"} --jobs 6 --timed-jobs 1 \
         --build-dir /tmp/kb_cheat_builds --time-budget 2 --timeout 300 --no-compile > "$OUT/cheats.log" 2>&1
     echo "gpu_campaign exit $?" >> "$OUT/cheats.log"
     cp "$work/cheats/"* "$OUT/" 2>/dev/null

@@ -252,9 +252,14 @@ class _Job:
             "drawn by the judge after the candidate loaded"
         self.stage("candidate_call")
         ref_samples, cand_samples = [], []
+        longest = 0.0
         for seed in doc["seeds"]:
-            self._within_budget()
+            # The judge's own part of a trial (the reference, the comparisons) is not bounded by a
+            # request's timeout: a trial that would not fit is not started.
+            self._within_budget(need_s=longest, what="another trial needs about %.0f s (the longest so far)" % longest)
+            started = time.monotonic()
             doc["trials"].append(self._trial(ref_mod, ref_model, seed, ref_samples, cand_samples))
+            longest = max(longest, time.monotonic() - started)
         failed = [t for t in doc["trials"] if not t["passed"]]
         if failed:
             t = failed[0]
@@ -293,9 +298,13 @@ class _Job:
                 if below:
                     self.add(below)
 
-    def _within_budget(self):
-        if self.budget.remaining() <= 0:
+    def _within_budget(self, need_s=0.0, what=""):
+        left = self.budget.remaining()
+        if left <= 0:
             raise judge_budget.BudgetExhausted(self.budget.exhausted_flag())
+        if left < need_s:
+            raise judge_budget.BudgetExhausted(self.budget.exhausted_flag(
+                "%s, %.0f s were left" % (what, left), whole=True))
 
     def _trial(self, ref_mod, ref_model, seed, ref_samples, cand_samples):
         gold = inp.make_inputs(ref_mod, seed, self.device)
@@ -303,6 +312,7 @@ class _Job:
         ref_in = inp.clone_inputs(gold)
         with torch.no_grad():
             ref_leaves = inp.cpu_copy(inp.as_output_list(ref_model(*ref_in)))
+        self.budget.allow_for_task(inp.nbytes(gold_cpu) + inp.nbytes(ref_leaves))
         touched = [i for i, (c, g) in enumerate(zip(inp.tensors_in(ref_in), inp.tensors_in(gold_cpu)))
                    if inp.changed_elements(g, c)]
         if touched and not any(f["name"] == "reference_mutates_inputs" for f in self.doc["task_flags"]):

@@ -20,6 +20,29 @@ def test_compare_exact_and_small_errors_pass():
     assert res["passed"] and 0 < res["max_abs_err"] < 2e-5 and res["rel_norm_err"] < 1e-4
 
 
+@pytest.mark.parametrize("make_candidate", [
+    lambda ref: ref + 1e-3 * torch.randn_like(ref),                       # all finite, some outside
+    lambda ref: torch.where(torch.rand_like(ref) < 0.01, torch.nan, ref),  # NaN where the reference is finite
+    lambda ref: torch.where(torch.rand_like(ref) < 0.01, torch.inf, ref * 1.0001),
+])
+def test_compare_in_chunks_agrees_with_one_pass(monkeypatch, make_candidate):
+    """Large outputs are compared a chunk at a time (on the GPU when there is one): every figure
+    equals the one-pass comparison's, chunk edges and non-finite values included."""
+    ref = [torch.randn(301, 77), torch.randint(-3, 3, (1000,)), torch.randn(5) * 1e-3]
+    ref[0][3, 5] = torch.inf  # a non-finite reference value, matched by the candidate below
+    cand = [make_candidate(ref[0]), ref[1].clone(), ref[2] + 1e-6]
+    cand[0][3, 5] = torch.inf
+    whole = checks.compare(cand, ref, TOL)
+    monkeypatch.setattr(checks, "COMPARE_CHUNK", 97)  # chunk edges inside rows and leaves
+    chunked = checks.compare(cand, ref, TOL)
+    for key in ("passed", "max_abs_err", "mismatched", "elements", "nonfinite_where_ref_finite", "poisoned",
+                "reason"):
+        assert chunked[key] == whole[key], key
+    for key in ("rel_norm_err", "ref_norm", "cand_norm"):
+        assert chunked[key] == pytest.approx(whole[key], rel=1e-12), key
+    assert whole["elements"] == 301 * 77 + 1000 + 5
+
+
 def test_compare_rel_norm_catches_zeros_on_near_zero_output():
     ref = torch.randn(128, 128) * 1e-3  # every |y| << 1e-2: an abs tolerance accepts zeros
     res = checks.compare([torch.zeros_like(ref)], [ref], TOL)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from verifier import build
-from verifier.judge_budget import Budget
+from verifier import judge
+from verifier.judge_budget import Budget, BudgetExhausted
 from verifier.judge_timing import fit_batch
 
 # One C++ kernel for every case (one build): a ReLU that sleeps x.size(0) ms per call, so each
@@ -114,6 +115,38 @@ def test_the_budget_bounds_requests_only_once_started_and_names_what_ran_out():
     spent = budget.exhausted_flag()
     assert spent["name"] == "verification_budget_exhausted" and "the probes" in spent["evidence"]
     assert spent["step"] == "runner_probes" and spent["blocking"]
+
+
+def test_a_large_task_gets_more_time_once_and_the_references_compile_is_not_counted():
+    clock = _Clock()
+    budget = Budget(90, 45, clock=clock)
+    budget.start()
+    budget.allow_for_task(2_000_000_000)  # 2 GB of inputs and outputs
+    budget.allow_for_task(8_000_000_000)  # only the first trial's task figures count
+    assert budget.total_s == pytest.approx(90 + 2 * 180) and budget.request_s == pytest.approx(45 + 2 * 60)
+    with budget.not_counted():
+        clock.now += 25  # the reference's torch.compile
+    clock.now += 10
+    assert budget.spent() == pytest.approx(10)
+    report = budget.report()
+    assert report["task_allowance_s"] == 360 and report["not_counted_s"] == pytest.approx(25)
+
+
+def test_a_trial_that_would_not_fit_is_not_started():
+    """The judge's own part of a trial has no request timeout: when the longest trial so far
+    needs more than is left, the judge stops before the next one, with the flag."""
+    clock = _Clock()
+    budget = Budget(90, 45, clock=clock)
+    budget.start()
+    budget.step = "candidate_call"
+    job = judge._Job({"flags": []}, lambda name: None, {}, "cpu", "cuda_forward", budget)
+    clock.now += 50
+    job._within_budget(need_s=30, what="another trial needs about 30 s")  # 40 s left: it fits
+    with pytest.raises(BudgetExhausted) as raised:
+        job._within_budget(need_s=45, what="another trial needs about 45 s")
+    entry = raised.value.flag
+    assert entry["name"] == "verification_budget_exhausted" and entry["step"] == "candidate_call"
+    assert "too little was left" in entry["evidence"] and "40 s were left" in entry["evidence"]
 
 
 @pytest.mark.parametrize("per_call_ms, expected", [
