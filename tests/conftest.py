@@ -51,7 +51,7 @@ JUDGE_FILES = (
     "tests/verifier/test_build_cuda.py", "tests/verifier/test_build_pch.py", "tests/verifier/test_bundle.py",
     "tests/verifier/test_checks.py", "tests/verifier/test_cheat_suite.py",
     "tests/verifier/test_cheat_suite_other_half.py", "tests/verifier/test_confine.py",
-    "tests/verifier/test_judge_cli.py", "tests/verifier/test_judge_compile_pool.py",
+    "tests/verifier/test_judge_budget.py", "tests/verifier/test_judge_cli.py", "tests/verifier/test_judge_compile_pool.py",
     "tests/verifier/test_judge_server.py", "tests/verifier/test_kernel_time.py", "tests/verifier/test_no_django.py",
     "tests/verifier/test_profile_driver_pinning.py", "tests/verifier/test_runner_failures.py",
     "tests/verifier/test_runner_start.py", "tests/verifier/test_sandbox.py", "tests/verifier/test_timing_clocks.py",

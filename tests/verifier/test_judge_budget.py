@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import H200_FIXTURES, REPO_ROOT
 from verifier import build
 from verifier import judge
+from verifier import judge_budget
 from verifier.judge_budget import Budget, BudgetExhausted
 from verifier.judge_timing import fit_batch
 
@@ -165,3 +167,36 @@ def test_waiting_for_the_device_is_not_spent_from_the_budget():
     clock.now += 100
     waited[0] += 80  # another kernel's timing had the GPU
     assert budget.spent() == pytest.approx(20) and budget.remaining() == pytest.approx(70)
+
+
+# Harness 2.7.0 on the H200 (docs/harness.md, "H200 results"): three calls of
+# scripts/gpu_budget_check.sh, the last with the harness as shipped.
+H200 = json.loads((H200_FIXTURES / "judge_2_7_0_budget.json").read_text())
+
+
+def test_on_the_h200_every_cuda_l1_kernel_ended_within_its_budget_with_a_named_verdict():
+    shipped = H200["calls"][-1]
+    assert shipped["harness"] == "2.7.0" and shipped["cuda_l1"]
+    for row in shipped["cuda_l1"]:
+        assert row["verdict"] in ("passed", "failed"), row
+        assert row["budget"]["spent_s"] <= row["budget"]["budget_s"], row
+        assert row["verdict"] == "passed" or row["blocking"], row
+    for call in H200["calls"]:  # where a budget ran out, the flag named a step the judge has
+        for row in call["cuda_l1"]:
+            for entry in row.get("budget_flags", []):
+                assert entry["step"] in judge_budget.STEP_WORDS and judge_budget.STEP_WORDS[entry["step"]] in \
+                    entry["evidence"], entry
+
+
+def test_on_the_h200_no_cheat_suite_entry_changed_its_verdict_under_the_budget():
+    timed = {e["name"] for e in H200["calls"][-1]["cheat_suite"] if e["phase"] == "B"}
+    timing_attacks = {e["name"] for e in json.loads((REPO_ROOT / "verifier/cheat_suite/manifest.json").read_text())[
+        "entries"] if e.get("timing") and not e.get("honest")}
+    for call in H200["calls"]:
+        for entry in call["cheat_suite"]:
+            if entry["phase"] == "A" and entry["name"] in timing_attacks:
+                continue  # caught when timed; these calls' limits cut some before their timing
+            assert entry["verdict"] == ("passed" if entry["honest"] else "failed"), entry
+            assert not any("budget_exhausted" in name for name in entry["blocking"]), entry
+    # every timed entry of the last call behaved as the manifest expects
+    assert timed and all(e["ok"] for e in H200["calls"][-1]["cheat_suite"] if e["phase"] == "B")
