@@ -163,9 +163,21 @@ VERIFY_MEMORY_LIMIT_MB = env.integer("ARCHIVE_VERIFY_MEMORY_LIMIT_MB", 0) or Non
 VERIFY_SEEDS = env.text("ARCHIVE_VERIFY_SEEDS")
 # Extra harness options, e.g. "--no-compile --time-budget 2" for quick CPU-mode workers.
 VERIFY_HARNESS_ARGS = tuple(env.text("ARCHIVE_VERIFY_HARNESS_ARGS").split())
-# A running job whose worker has not heartbeat for this long is re-queued (once).
+# A running job is leased to its worker while it heartbeats; a lease older than this has expired
+# (the worker was killed or its host died) and the job is re-queued, once.
 VERIFY_STALE_AFTER_S = env.number("ARCHIVE_VERIFY_STALE_AFTER_S", 120.0)
 VERIFY_HEARTBEAT_S = env.number("ARCHIVE_VERIFY_HEARTBEAT_S", 10.0)
+# Every running worker looks for expired leases this often (0: only when a worker starts), so a
+# dead host's job is retried elsewhere within about stale-after + this many seconds.
+VERIFY_LEASE_SWEEP_S = env.number("ARCHIVE_VERIFY_LEASE_SWEEP_S", 30.0)
+# The host in Verification.worker (empty: the host name): names hosts that share one queue
+# apart where their host names do not, e.g. containers.
+WORKER_HOST = env.text("ARCHIVE_WORKER_HOST")
+# The lane in Verification.worker; `run_worker_lanes` sets it for each worker it starts.
+WORKER_LANE = env.text("ARCHIVE_WORKER_LANE")
+# GPUs that `run_worker_lanes` starts one worker (lane) for, e.g. "0,1,2,3" (CUDA_VISIBLE_DEVICES
+# values); empty: every GPU `nvidia-smi -L` lists, or one lane without a GPU where there is none.
+VERIFY_GPUS = env.comma_list("ARCHIVE_VERIFY_GPUS")
 # After a verification the worker re-lints the kernel with clang-tidy (docs/worker.md).
 VERIFY_REFRESH_PROFILES = env.boolean("ARCHIVE_VERIFY_REFRESH_PROFILES", True)
 # ncu only for kernels that passed, after their measuring run, instead of beside every run.
@@ -180,6 +192,7 @@ VERIFY_CPU_JOBS = env.integer("ARCHIVE_VERIFY_CPU_JOBS", 0)
 # with many verifications at once on a host, more threads only spin (docs/worker.md).
 VERIFY_JUDGE_CPU_THREADS = env.integer("ARCHIVE_VERIFY_JUDGE_CPU_THREADS", 1)
 # CPUs kept free for timing loops, e.g. "0,1": the worker runs everything else on the others.
+# For `run_worker_lanes`, per lane ("0,1;2,3") or one list it divides evenly among the lanes.
 VERIFY_TIMING_CPUS = env.text("ARCHIVE_VERIFY_TIMING_CPUS")
 # The periodic task re-queues kernels whose latest result is older than this.
 REVERIFY_MAX_AGE_DAYS = env.integer("ARCHIVE_REVERIFY_MAX_AGE_DAYS", 30)

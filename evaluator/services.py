@@ -6,9 +6,12 @@ kernel_verification_state_refresh picks the run it comes from and hands it to
 kernels.services.kernel_verified_state_set.
 
 A Verification moves queued -> running -> passed | failed | error. Claiming a queued row is
-one conditional UPDATE, so a job delivered twice runs once. A worker killed mid-job stops
-heartbeating; `verification_recover_stalled` puts such a row back in the queue once (a
-second death records an error), so a job is never lost and never recorded twice.
+one conditional UPDATE, so a job delivered twice runs once. The claim is a lease: the row
+names its worker and attempt, the worker heartbeats it, and its result is stored only while
+it still holds it. A worker killed mid-job stops heartbeating; every running worker sweeps
+for such expired leases (`verification_lease_sweeper_start`) and `verification_recover_stalled`
+puts the row back in the queue once (a second death records an error), so a job is never
+lost and never recorded twice.
 """
 import contextlib
 import functools
@@ -87,9 +90,10 @@ def verification_run(*, verification_id: int) -> Verification | None:
         log.info("verification %s is not queued any more; skipping", verification_id)
         return None
     verification = Verification.objects.select_related("kernel__task").get(id=verification_id)
+    lease = {"status": Verification.Status.RUNNING, "worker": verification.worker, "attempts": verification.attempts}
     cpu_jobs = worker_cpu_jobs(settings.VERIFY_CPU_JOBS)
     cpu_slot = functools.partial(cpu_jobs.held, cpu_jobs.ticket())  # before the builds and lints of later jobs
-    with _Heartbeat(verification_id):
+    with _Heartbeat(verification_id, lease):
         lint = _lint_in_background(verification.kernel_id, cpu_slot) if settings.VERIFY_REFRESH_PROFILES else None
         run, sha = _run_bundle_of(verification.kernel, build_slot=cpu_slot)
         if settings.VERIFY_REFRESH_PROFILES:  # before the result, so a finished run has its profiles
@@ -98,13 +102,19 @@ def verification_run(*, verification_id: int) -> Verification | None:
     now = timezone.now()
     outcome = dict(**fields_from_result(run.result), result=result_doc.finite(run.result), phases=run.phases,
                    bundle_sha256=sha, finished_at=now, heartbeat_at=now)
-    if Verification.objects.filter(id=verification_id, status=Verification.Status.RUNNING).update(**outcome):
+    if verification_lease_store(verification_id=verification_id, lease=lease, fields=outcome):
         for name, value in outcome.items():  # what was written, without reading the row back
             setattr(verification, name, value)
-    else:  # recovered as stalled meanwhile: the row says what it is now
+    else:  # the lease expired meanwhile (re-queued, maybe run by another worker): the row says what it is now
         verification.refresh_from_db()
     kernel_verification_state_refresh(kernel_id=verification.kernel_id)
     return verification
+
+
+def verification_lease_store(*, verification_id: int, lease: dict, fields: dict) -> bool:
+    """Write ``fields`` on the row only while ``lease`` (status running, worker, attempt) still holds
+    it: a worker that stalled past its lease and woke up never overwrites the run that replaced it."""
+    return bool(Verification.objects.filter(id=verification_id, **lease).update(**fields))
 
 
 def kernel_verification_state_refresh(*, kernel_id: int) -> None:
@@ -142,7 +152,42 @@ def verification_recover_stalled(*, stale_after_s: float | None = None) -> dict:
 
 
 def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:gpu{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
+    """Who holds a lease: host (ARCHIVE_WORKER_HOST, else the host name), lane (under
+    run_worker_lanes), process and GPU, e.g. ``gpu-host-2:lane1:4711:gpu1``."""
+    host = settings.WORKER_HOST or socket.gethostname()
+    lane = f":lane{settings.WORKER_LANE}" if settings.WORKER_LANE else ""
+    return f"{host}{lane}:{os.getpid()}:gpu{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
+
+
+_lease_sweeper = None
+_lease_sweeper_guard = threading.Lock()
+
+
+def verification_lease_sweeper_start(*, every_s: float) -> threading.Thread | None:
+    """Start this process's one lease sweeper: a thread that re-queues the jobs of dead workers
+    (verification_recover_stalled) every ``every_s`` seconds, so while any worker runs, a job of a
+    host that died is retried within about ARCHIVE_VERIFY_STALE_AFTER_S + every_s. None when off
+    (``every_s`` <= 0). Sweeps of several workers race safely: each re-queue is a conditional UPDATE."""
+    global _lease_sweeper
+    with _lease_sweeper_guard:
+        if every_s > 0 and _lease_sweeper is None:
+            _lease_sweeper = threading.Thread(target=_sweep_leases, args=(every_s,), name="lease-sweeper", daemon=True)
+            _lease_sweeper.start()
+        return _lease_sweeper
+
+
+def _sweep_leases(every_s: float) -> None:
+    while True:
+        time.sleep(every_s)
+        try:
+            swept = verification_recover_stalled()
+            if swept["requeued"] or swept["given_up"]:
+                log.warning("expired leases: re-queued verifications %s, gave up on %s", swept["requeued"],
+                            swept["given_up"])
+        except Exception:  # a database outage must not end the sweeps
+            log.exception("lease sweep failed; the next one is in %s s", every_s)
+        finally:
+            close_old_connections()
 
 
 def _refresh_profiles(kernel_id: int, run, lint) -> None:
@@ -226,10 +271,12 @@ def _enqueue_on_commit(verification_ids: list[int]) -> None:
 
 
 class _Heartbeat:
-    """Touches heartbeat_at from a thread while the harness runs in its subprocess."""
+    """Renews the lease (heartbeat_at) from a thread while the harness runs in its subprocess; a
+    lease that expired and passed to another worker is left alone."""
 
-    def __init__(self, verification_id: int):
+    def __init__(self, verification_id: int, lease: dict):
         self.verification_id = verification_id
+        self.lease = lease
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._beat, daemon=True)
 
@@ -244,8 +291,6 @@ class _Heartbeat:
     def _beat(self):
         try:
             while not self.stop.wait(settings.VERIFY_HEARTBEAT_S):
-                Verification.objects.filter(id=self.verification_id, status=Verification.Status.RUNNING).update(
-                    heartbeat_at=timezone.now()
-                )
+                Verification.objects.filter(id=self.verification_id, **self.lease).update(heartbeat_at=timezone.now())
         finally:
             close_old_connections()

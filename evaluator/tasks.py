@@ -10,13 +10,8 @@ from . import services, worker_cpu_jobs
 @db_task()
 def run_verification(verification_id: int):
     # No Huey-level retries: a crash inside the harness is a recorded result, and a dead
-    # worker is recovered by recover_stalled_verifications, which counts attempts in the row.
+    # worker's job is re-queued by the lease sweeps (below), which count attempts in the row.
     services.verification_run(verification_id=verification_id)
-
-
-@db_periodic_task(crontab(minute="*"))
-def recover_stalled_verifications():
-    return services.verification_recover_stalled()
 
 
 @db_periodic_task(crontab(hour="3", minute="17"))
@@ -31,6 +26,13 @@ def recover_on_worker_start():
     close_old_connections()
     services.verification_recover_stalled()
     close_old_connections()
+
+
+@on_startup()
+def sweep_expired_leases():
+    # Every running worker, on every host, re-queues dead workers' jobs every ARCHIVE_VERIFY_LEASE_SWEEP_S
+    # (one thread per process): a Huey periodic task could do it at most once a minute.
+    services.verification_lease_sweeper_start(every_s=settings.VERIFY_LEASE_SWEEP_S)
 
 
 @on_startup()

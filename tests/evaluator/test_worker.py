@@ -2,13 +2,9 @@
 
 In-process (Huey immediate) for the outcomes, then real `run_huey` consumers on Huey's
 SQLite queue and on Redis with PostgreSQL, and a consumer killed mid-job."""
-import json
 import os
 import signal
-import subprocess
-import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -22,19 +18,14 @@ from evaluator.kernel_bundles import bundle_for_kernel, bundle_sha256
 from kernels.models import Kernel, Verification
 from kernels.services import archive_import_file
 
+from .consumers import (JOB_TIMEOUT_S, all_finished, consumer_env, manage, postgres_and_redis, start_consumer,
+                        stop, wait_for)
 from .worker_archive import write_worker_archives
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
+# The in-process test times and lints; the consumer tests (consumers.QUEUE_HARNESS) do neither.
 QUICK_HARNESS = "--no-compile --time-budget 1"
-# The consumer tests are about the queue (jobs run once, recorded once, a crash does not stop
-# the worker): no timing, and no clang-tidy of torch's headers after each job (half a minute of
-# a core each); the in-process test below times and lints.
-QUEUE_HARNESS = "--no-compile --no-timing"
-HANG_TIMEOUT_S = 15  # a hang only has to outlast it
-# Every other job's limit: only a bound, never waited out when a job works. A cold build beside the
-# rest of the suite on 2 cores took over 120 s on a day this machine ran at half speed (2026-12-01).
-JOB_TIMEOUT_S = 600
+HANG_TIMEOUT_S = 15  # a hang only has to outlast it; every other job's limit is consumers.JOB_TIMEOUT_S
 
 
 @pytest.fixture
@@ -119,86 +110,17 @@ def test_bundle_download_is_the_zip_the_worker_runs(db, tmp_path, client):
 
 # --- real consumers -------------------------------------------------------------------
 
-def _env(tmp_path: Path, **extra) -> dict:
-    env = dict(os.environ, ARCHIVE_DATA_DIR=str(tmp_path / "data"), ARCHIVE_VERIFY_DEVICE="cpu",
-               ARCHIVE_VERIFY_TIMEOUT_S=str(JOB_TIMEOUT_S), ARCHIVE_VERIFY_HARNESS_ARGS=QUEUE_HARNESS,
-               ARCHIVE_VERIFY_REFRESH_PROFILES="0", ARCHIVE_BUILD_CACHE_DIR=harness_build.default_build_dir(),
-               PYTHONUNBUFFERED="1")
-    env.pop("DATABASE_URL", None)
-    env.pop("REDIS_URL", None)
-    env.update(extra)
-    return env
-
-
-def _manage(env, *args) -> str:
-    done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
-VERIFICATIONS_SQL = ("SELECT k.name, v.status, v.attempts, v.flags, v.bundle_sha256, v.worker "
-                     "FROM kernels_verification v JOIN kernels_kernel k ON k.id = v.kernel_id ORDER BY v.id")
-
-
-def _verifications(env) -> list[dict]:
-    """The worker's verification rows, read straight from its database: a `manage.py shell` per
-    poll cost a Django start-up (a CPU second or two) every time."""
-    if env.get("DATABASE_URL"):
-        import psycopg
-
-        with psycopg.connect(env["DATABASE_URL"]) as connection:
-            rows = connection.execute(VERIFICATIONS_SQL).fetchall()
-    else:
-        import sqlite3
-
-        connection = sqlite3.connect(Path(env["ARCHIVE_DATA_DIR"]) / "archive.sqlite3", timeout=30)
-        try:
-            rows = connection.execute(VERIFICATIONS_SQL).fetchall()
-        finally:
-            connection.close()
-    keys = ("kernel__name", "status", "attempts", "flags", "bundle_sha256", "worker")
-    return [dict(zip(keys, row), flags=json.loads(row[3]) if isinstance(row[3], str) else row[3]) for row in rows]
-
-
-def _start_consumer(env, log_path: Path) -> subprocess.Popen:
-    log = log_path.open("ab")
-    return subprocess.Popen([sys.executable, "manage.py", "run_huey", "--workers", "1"], cwd=REPO, env=env,
-                            stdout=log, stderr=log, start_new_session=True)
-
-
-def _stop(consumer: subprocess.Popen, sig=signal.SIGTERM):
-    try:
-        os.killpg(consumer.pid, sig)
-    except ProcessLookupError:
-        pass
-    consumer.wait(timeout=30)
-
-
-def _wait_for(condition, env, timeout_s=600, every_s=0.5):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        rows = _verifications(env)
-        if condition(rows):
-            return rows
-        time.sleep(every_s)
-    raise AssertionError(f"condition not met within {timeout_s} s: {rows}")
-
-
-def _finished(rows):
-    return rows and all(row["status"] in ("passed", "failed", "error") for row in rows)
-
-
 def _queue_and_work(env, tmp_path):
     archive, pairs = write_worker_archives(tmp_path / "in", behaviours=("crash",))
-    _manage(env, "migrate", "-v0")
-    _manage(env, "import_archive", str(archive), "--no-progress")
-    _manage(env, "import_archive", str(pairs), "--no-progress")
-    assert "queued 2 verification(s)" in _manage(env, "reverify", "--all")
-    consumer = _start_consumer(env, tmp_path / "consumer.log")
+    manage(env, "migrate", "-v0")
+    manage(env, "import_archive", str(archive), "--no-progress")
+    manage(env, "import_archive", str(pairs), "--no-progress")
+    assert "queued 2 verification(s)" in manage(env, "reverify", "--all")
+    consumer = start_consumer(env, tmp_path / "consumer.log")
     try:
-        rows = _wait_for(_finished, env)
+        rows = wait_for(all_finished, env)
     finally:
-        _stop(consumer)
+        stop(consumer)
     by_name = {row["kernel__name"]: row for row in rows}
     assert by_name["honest_relu_cpu"]["status"] == "passed", (tmp_path / "consumer.log").read_text()[-3000:]
     assert by_name["crash_kernel"]["status"] == "failed"
@@ -209,44 +131,32 @@ def _queue_and_work(env, tmp_path):
 
 
 def test_consumer_on_huey_sqlite(tmp_path):
-    _queue_and_work(_env(tmp_path), tmp_path)
+    _queue_and_work(consumer_env(tmp_path), tmp_path)
 
 
 @pytest.mark.postgres_and_redis
 def test_consumer_on_redis_with_postgresql(tmp_path):
-    import psycopg
-
-    name = f"worker_test_{uuid.uuid4().hex[:8]}"
-    admin = os.environ.get("TEST_POSTGRES_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    try:
-        env = _env(tmp_path, DATABASE_URL=admin.rsplit("/", 1)[0] + f"/{name}",
-                   REDIS_URL=os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15"),
-                   HUEY_QUEUE_NAME=f"kernel-archive-test-{name}")
-        rows = _queue_and_work(env, tmp_path)
+    with postgres_and_redis() as queue:
+        rows = _queue_and_work(consumer_env(tmp_path, **queue), tmp_path)
         assert all(row["worker"] for row in rows)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_a_worker_killed_mid_job_is_retried_once_and_recorded_once(tmp_path):
-    env = _env(tmp_path, ARCHIVE_VERIFY_STALE_AFTER_S="4", ARCHIVE_VERIFY_HEARTBEAT_S="1")
+    env = consumer_env(tmp_path, ARCHIVE_VERIFY_STALE_AFTER_S="4", ARCHIVE_VERIFY_HEARTBEAT_S="1")
     _, pairs = write_worker_archives(tmp_path / "in", behaviours=("slow",))
-    _manage(env, "migrate", "-v0")
-    _manage(env, "import_archive", str(pairs), "--no-progress")
-    _manage(env, "reverify", "--all")
-    first = _start_consumer(env, tmp_path / "first.log")
+    manage(env, "migrate", "-v0")
+    manage(env, "import_archive", str(pairs), "--no-progress")
+    manage(env, "reverify", "--all")
+    first = start_consumer(env, tmp_path / "first.log")
     try:
-        _wait_for(lambda rows: rows and rows[0]["status"] == "running", env, timeout_s=120, every_s=0.5)
+        wait_for(lambda rows: rows and rows[0]["status"] == "running", env, timeout_s=120, every_s=0.5)
     finally:
-        _stop(first, signal.SIGKILL)  # the worker dies mid-job
+        stop(first, signal.SIGKILL)  # the worker dies mid-job
     time.sleep(5)  # its heartbeat goes stale
-    second = _start_consumer(env, tmp_path / "second.log")
+    second = start_consumer(env, tmp_path / "second.log")
     try:
-        rows = _wait_for(_finished, env, timeout_s=300)
+        rows = wait_for(all_finished, env, timeout_s=300)
     finally:
-        _stop(second)
+        stop(second)
     assert len(rows) == 1, rows
     assert rows[0]["attempts"] == 2 and rows[0]["status"] in ("passed", "failed"), rows

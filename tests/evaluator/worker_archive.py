@@ -47,3 +47,15 @@ def write_worker_archives(folder: Path, behaviours=("crash",)) -> tuple[Path, Pa
     pairs = folder / "pairs.jsonl"
     pairs.write_text("".join(json.dumps(pair_row(f"{b}_kernel", b)) + "\n" for b in behaviours))
     return archive, pairs
+
+
+def write_pairs(path: Path, kernels: dict[str, str]) -> Path:
+    """KernelBench pairs, one kernel per name -> behaviour. Each kernel's code starts with its name:
+    the import dedupes by code, so several kernels of one behaviour need texts of their own."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name, behaviour in kernels.items():
+        row = pair_row(name, behaviour)
+        rows.append(json.dumps(dict(row, custom_code=f"# {name}\n{row['custom_code']}")) + "\n")
+    path.write_text("".join(rows))
+    return path
