@@ -16,10 +16,12 @@ from web.renderers import EscapedJSONRenderer
 
 from . import selectors
 from .leaderboard_query import MAX_PAGE_SIZE, SORTS, InvalidQuery, parse_leaderboard_query
+from .leaderboard_rows import leaderboard_rows
 from .models import Kernel, Verification
 from .serializers import (
     KernelDetailSerializer,
     KernelListSerializer,
+    LeaderboardRowSerializer,
     TaskDetailSerializer,
     TaskSerializer,
     VerificationSerializer,
@@ -90,17 +92,21 @@ class KernelList(ApiView, generics.ListAPIView):
     serializer_class = KernelListSerializer
 
     def get_queryset(self):
-        return selectors.leaderboard_kernels(self.leaderboard_query(show_kernels=True))
+        return selectors.matching_kernels(self.leaderboard_query(show_kernels=True))
 
 
 @extend_schema(parameters=[*KERNEL_FILTERS, _param("show_kernels", OpenApiTypes.BOOL,
                                                    "every kernel instead of each task's best")])
 class Leaderboard(ApiView, generics.ListAPIView):
-    """Each task's best matching kernel (correct ones first), or every kernel with show_kernels=1."""
-    serializer_class = KernelListSerializer
+    """Each task version's best matching kernel, then the task versions whose matching kernels are
+    all failed or suspected (kernel fields null); every row says what its task holds
+    (task_holds). show_kernels=1: every matching kernel instead."""
+    serializer_class = LeaderboardRowSerializer
 
     def get_queryset(self):
-        return selectors.leaderboard_kernels(self.leaderboard_query())
+        if getattr(self, "swagger_fake_view", False):  # drf-spectacular building the schema
+            return Kernel.objects.none()
+        return leaderboard_rows(self.leaderboard_query())
 
 
 class KernelDetail(ApiView, generics.RetrieveAPIView):

@@ -16,12 +16,14 @@ SORTS = {
     "best": "re-measured speedup where there is one, else claimed",
     "speedup_native": "claimed speedup vs eager (torch)",
     "speedup_compile": "speedup vs torch.compile",
-    "runtime": "kernel runtime (ms)",
+    "runtime": "claimed kernel runtime (ms)",
     "remeasured_speedup": "re-measured speedup vs eager (verified kernels)",
     "task": "level and task",
 }
 # Re-measured numbers outrank claims (kernels/ranking.py).
 DEFAULT_SORT = "best"
+# Sorts whose rank numbers are re-measured ranks: rows with a claim only are listed after, unnumbered.
+REMEASURED_SORTS = ("best", "remeasured_speedup")
 # include=all: failed and suspected kernels are ranked too (they are left out by default).
 INCLUDE_VALUES = {"": False, "ranked": False, "trusted": False, "default": False, "all": True}
 # Spellings of other sites and of the archive's own columns, normalised (lowercase, no

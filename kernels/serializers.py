@@ -67,6 +67,44 @@ class KernelListSerializer(serializers.ModelSerializer):
         return not excluded_reason(kernel)
 
 
+class TaskHoldsSerializer(serializers.Serializer):
+    """What a leaderboard row's task version holds among the kernels matching the filters
+    (kernels/task_holdings.py); each kernel counts in one state."""
+    kernels = serializers.IntegerField()
+    verified = serializers.IntegerField(help_text="a trusted verification passed them (re-measured)")
+    failed = serializers.IntegerField(help_text="their latest trusted verification failed")
+    suspected = serializers.IntegerField(help_text="screening suspects them and no verification passed them")
+    run_errors = serializers.IntegerField(help_text="their latest trusted verification could not finish")
+    not_remeasured = serializers.IntegerField(help_text="claims only: no trusted verification yet")
+    summary = serializers.CharField(help_text='in words, e.g. "3 kernels, all suspected; none verified yet"')
+    task_version = serializers.IntegerField(allow_null=True)
+    task_url = serializers.CharField(help_text="the task page: its ranking, its claims, its failed and suspected kernels")
+    has_ranked_kernel = serializers.BooleanField(help_text="false: the row's kernel fields are null")
+
+
+class LeaderboardRowSerializer(KernelListSerializer):
+    """A leaderboard row: a kernel with what its task version holds, or, for a task version
+    whose matching kernels are all failed or suspected (or that has none), the task alone with
+    what it holds and every kernel field null (issue #35: every task has a row)."""
+    task_holds = serializers.SerializerMethodField()
+
+    class Meta(KernelListSerializer.Meta):
+        fields = KernelListSerializer.Meta.fields + ["task_holds"]
+
+    @extend_schema_field(TaskHoldsSerializer)
+    def get_task_holds(self, row) -> dict:
+        task, version = row.task, getattr(row, "version_number", None)
+        return {**row.holds.as_dict(), "task_version": version, "has_ranked_kernel": isinstance(row, Kernel),
+                "task_url": reverse("task_detail", args=[task.level, task.task_number])}
+
+    def to_representation(self, row):
+        if isinstance(row, Kernel):
+            return super().to_representation(row)
+        empty = {name: [] if name in ("techniques", "verdict_flags", "screening_flags") else None for name in self.fields}
+        return {**empty, "task": TaskRefSerializer(row.task).data, "ranked": False, "verified": False,
+                "task_holds": self.get_task_holds(row)}
+
+
 class ProfileSerializer(serializers.ModelSerializer):
     class Meta:
         model = Profile
@@ -90,13 +128,17 @@ class TaskSerializer(serializers.ModelSerializer):
     kernel_count = serializers.IntegerField()
     correct_count = serializers.IntegerField()
     best_speedup_eager = serializers.FloatField(source="best_speedup_native", allow_null=True,
-                                                help_text="best claimed speedup vs eager among correct kernels "
+                                                help_text="best CLAIMED speedup vs eager among correct kernels "
                                                           "that are neither failed nor suspected")
+    best_remeasured_speedup_eager = serializers.FloatField(
+        allow_null=True, help_text="best speedup vs eager re-measured by a trusted verification that passed "
+                                   "(null: none yet); the ranked figure")
+    best_remeasured_gpu = serializers.CharField(allow_null=True, help_text="the GPU that re-measured it")
 
     class Meta:
         model = Task
         fields = ["level", "task_number", "op_name", "url", "kernel_count", "correct_count", "best_speedup_eager",
-                  "flags"]
+                  "best_remeasured_speedup_eager", "best_remeasured_gpu", "flags"]
 
     def get_url(self, task) -> str:
         return reverse("task_detail", args=[task.level, task.task_number])

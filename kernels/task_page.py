@@ -1,5 +1,6 @@
 """The task page's cross-source part: versions with the diff between them, and every source's
-claims per GPU and baseline, filterable by source, GPU and version, ranked within a version."""
+claims per GPU and baseline, filterable by source, GPU and version, ordered within a version.
+Claims are listed, never ranked: the page's one ranking is by re-measured speedup."""
 import difflib
 from dataclasses import dataclass
 from itertools import groupby
@@ -8,6 +9,8 @@ from .claim_selectors import claim_sources_and_gpus, task_claims, task_versions
 from .leaderboard_query import MAX_TEXT, InvalidQuery
 from .highlight import diff_html
 from .models import Claim
+from .ranking import excluded_reason
+from .verdicts import kernel_badges
 
 BASELINES = dict(Claim.Baseline.choices)
 DEFAULT_BASELINE = Claim.Baseline.EAGER
@@ -46,6 +49,11 @@ def task_sources_context(task, query: ClaimsQuery) -> dict:
     field = Claim.speedup_field(query.baseline)
     for claim in claims:
         claim.ranked_speedup = getattr(claim, field)
+        # A claim is listed, never ranked: a failed or suspected kernel's row says so and has no number.
+        claim.excluded_reason = excluded_reason(claim.kernel)
+        claim.badges = kernel_badges(verdict=claim.kernel.verdict, verdict_flags=claim.kernel.verdict_flags,
+                                     claimed_correct=claim.claimed_correct, suspected=claim.kernel.suspected,
+                                     screening_flags=claim.kernel.screening_flags)
     groups = [(version, list(rows)) for version, rows in groupby(claims, key=lambda claim: claim.task_version)]
     return {
         "claims_query": query, "baselines": BASELINES, "baseline_label": BASELINES[query.baseline],

@@ -5,12 +5,13 @@ from django.shortcuts import render
 from . import selectors
 from .charts import claimed_vs_remeasured, speedup_distribution, task_speedups
 from .export.links import download_links
-from .leaderboard_query import SORTS, InvalidQuery, parse_leaderboard_query
+from .leaderboard_query import REMEASURED_SORTS, SORTS, InvalidQuery, parse_leaderboard_query
 from .highlight import python_source_html
 from .kernel_page import kernel_page_context
+from .leaderboard_rows import leaderboard_page
 from .models import Kernel
 from .page_cache import cached_for_anonymous
-from .ranking import best_of_ranked
+from .ranking import best_of_ranked, excluded_reason
 from .task_page import kernels_by_version, parse_claims_query, task_sources_context
 from .techniques import TECHNIQUES
 from .trust_selectors import claimed_vs_remeasured_points, trust_overview
@@ -38,9 +39,11 @@ def leaderboard(request):
         query = parse_leaderboard_query(request.GET)
     except InvalidQuery as problem:
         return _bad_request(request, problem)
-    page = selectors.leaderboard_page(query)
+    page = leaderboard_page(query)
     return render(request, "kernels/leaderboard.html", {
         "query": query, "page": page, "sorts": SORTS, "techniques": TECHNIQUES,
+        # Rank numbers are re-measured ranks under the default orders; a claim is labelled, not numbered.
+        "numbered_by_remeasurement": query.sort in REMEASURED_SORTS,
         "levels": selectors.task_levels(), "hardware_names": selectors.hardware_names(), "rank_offset": page.start_index() - 1,
         # The downloads hold the rows the page ranks: failed and suspected kernels only with include=all.
         "export_links": download_links({**request.GET.dict(), "include": "all" if query.include_all else "ranked"}),
@@ -56,12 +59,12 @@ def task_detail(request, level: int, task_number: int):
     task = selectors.task_by_number(level, task_number)
     kernels = list(selectors.task_kernels_ranked(task, include_all=include_all))
     sources = task_sources_context(task, claims_query)
-    ranked = [kernel for kernel in kernels if kernel.ranked]
+    # One ranking: kernels a trusted verification passed, by re-measured speedup. Claims are below it.
+    remeasured = [kernel for kernel in kernels if kernel.verified]
     return render(request, "kernels/task_detail.html", {
-        **sources, "ranked_by_version": kernels_by_version(ranked, sources["versions"]),
-        "task": task, "include_all": include_all, "kernel_count": len(kernels),
-        "ranked": [kernel for kernel in kernels if kernel.ranked],
-        "not_ranked": [kernel for kernel in kernels if not kernel.ranked],
+        **sources, "ranked_by_version": kernels_by_version(remeasured, sources["versions"]),
+        "task": task, "include_all": include_all, "kernel_count": len(kernels), "ranked": remeasured,
+        "not_ranked": [kernel for kernel in kernels if excluded_reason(kernel)],
         "best_kernel": best_of_ranked(kernels),
         "speedup_chart": task_speedups(kernels),
         "reference_html": python_source_html(task.reference_code),

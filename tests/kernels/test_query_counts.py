@@ -12,23 +12,24 @@ pytestmark = pytest.mark.django_db
 SMALL = {"tasks": 5, "kernels_per_task": 1}  # 5 kernels
 LARGE = {"tasks": 10, "kernels_per_task": 5}  # 50 kernels
 
-# url -> queries. Leaderboard: best ids and rows (the best-per-task view counts the ids it
-# read), or count and rows (every kernel), level and hardware menus; home: tasks, verified
-# counts, one grouped pass, top kernels, newest verifications; kernel page: kernel+task+parent,
+# url -> queries. Leaderboard: best rows and kernel rows (the best-per-task view counts the rows
+# it read), or count and rows (every kernel), what the page's tasks hold (one grouped query),
+# level and hardware menus; home: tasks, verified counts, one grouped pass, the re-measured
+# groups per task and GPU, top kernels, newest verifications; kernel page: kernel+task+parent,
 # profiles, verifications, best kernel.
 PAGES = {
-    "/": 9,  # + the trust numbers (totals, failures by flag, suspicions) and the claimed-vs-re-measured points
-    "/leaderboard/": 4,
-    "/leaderboard/?show_kernels=1": 4,
-    "/leaderboard/?show_kernels=1&correct_only=1&verified_only=1&technique=shared_memory_tiling&sort=runtime": 4,
-    "/leaderboard/?sort=task&level=1&hardware=NVIDIA+H100&op_name=op": 4,
+    "/": 10,  # + the trust numbers (totals, failures by flag, suspicions) and the claimed-vs-re-measured points
+    "/leaderboard/": 5,
+    "/leaderboard/?show_kernels=1": 5,
+    "/leaderboard/?show_kernels=1&correct_only=1&verified_only=1&technique=shared_memory_tiling&sort=runtime": 5,
+    "/leaderboard/?sort=task&level=1&hardware=NVIDIA+H100&op_name=op": 5,
     "/tasks/1/1/": 5,  # task, kernels, + its versions, the sources and GPUs that claim, the claims
     "/api/tasks/": 2,
     "/api/tasks/1/1/": 2,
     "/api/kernels/": 2,
     "/api/kernels/?correct_only=1&sort=speedup_compile": 2,
-    "/api/leaderboard/": 3,
-    "/api/leaderboard/?show_kernels=1": 2,
+    "/api/leaderboard/": 3,  # best rows, kernel rows, what their tasks hold
+    "/api/leaderboard/?show_kernels=1": 3,  # count, kernel rows, what their tasks hold
 }
 
 

@@ -71,9 +71,10 @@ def test_task_page_ranks_the_stale_memory_cheat_apart_and_says_why(demo, client)
     text = _text(response.content.decode())
     assert "Best kernel: relu_float4_grid_stride , 0.97× vs eager re-measured on NVIDIA H200" in text
     assert "Failed or suspected: not ranked" in text
+    # The page ranks one way: include=all cannot rank a failed kernel, which has no re-measured speedup.
     everything = client.get("/tasks/1/901/?include=all")
-    assert [k.name for k in everything.context["ranked"]][0] == "relu_float4_grid_stride"
-    assert len(everything.context["ranked"]) == 4 and not everything.context["not_ranked"]
+    assert [k.name for k in everything.context["ranked"]] == ranked
+    assert {k.name for k in everything.context["not_ranked"]} == set(not_ranked)
     assert client.get("/tasks/1/901/?include=some").status_code == 400
 
 
@@ -109,9 +110,9 @@ def test_leaderboard_says_which_gpu_each_number_is_from(demo, client):
     rows = re.findall(r'<tr class="[^"]*" data-kernel-id="\d+">(.*?)</tr>', html, re.S)
     assert rows
     for row in rows:
-        claimed = re.search(r'<td class="claimed">(.*?)</td>', row, re.S).group(1)
+        claimed = re.search(r'<td class="claimed"[^>]*>(.*?)</td>', row, re.S).group(1)
         assert "on NVIDIA H" in claimed
-        remeasured = re.search(r'<td class="remeasured">(.*?)</td>', row, re.S).group(1)
+        remeasured = re.search(r'<td class="remeasured"[^>]*>(.*?)</td>', row, re.S).group(1)
         assert "on NVIDIA H200" in remeasured or "failed" in remeasured
     scalar = next(row for row in rows if "relu_scalar_small_grid" in row)
     assert "(NVIDIA H200 / NVIDIA H100)" in scalar  # the ratio says it compares two GPUs
