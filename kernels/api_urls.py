@@ -3,6 +3,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from . import api
+from .claims_api import ClaimsVsRemeasured
 
 urlpatterns = [
     path("tasks/", api.TaskList.as_view(), name="api-tasks"),
@@ -11,6 +12,7 @@ urlpatterns = [
     path("kernels/<int:kernel_id>/", api.KernelDetail.as_view(), name="api-kernel"),
     path("kernels/<int:kernel_id>/verifications/", api.KernelVerifications.as_view(), name="api-kernel-verifications"),
     path("leaderboard/", api.Leaderboard.as_view(), name="api-leaderboard"),
+    path("claims/", ClaimsVsRemeasured.as_view(), name="api-claims"),
 ]
 
 # OpenAPI schema and Swagger UI; the UI's assets come from drf-spectacular-sidecar (offline).

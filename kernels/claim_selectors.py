@@ -10,7 +10,8 @@ CLAIM_ROW_FIELDS = (
     "id", "source_archive", "hardware", "name", "experiment", "claimed_correct", "runtime_ms",
     "speedup_eager", "speedup_torch_compile", "speedup_torch_compile_reduce_overhead", "speedup_cuda_graph",
     "speedup_cudnn", "task_version__id", "task_version__number", "task_version__label",
-    "kernel__id", "kernel__name", "kernel__verified", "kernel__verdict", "kernel__suspected",
+    "kernel__id", "kernel__name", "kernel__verified", "kernel__verdict", "kernel__verdict_flags", "kernel__suspected",
+    "kernel__screening_flags",
     "kernel__remeasured_speedup_eager", "kernel__remeasured_gpu", "kernel__task_id",
 )
 
