@@ -9,16 +9,16 @@ A Verification moves queued -> running -> passed | failed | error. Claiming a qu
 one conditional UPDATE, so a job delivered twice runs once. The claim is a lease: the row
 names its worker and attempt, the worker heartbeats it, and its result is stored only while
 it still holds it. A worker killed mid-job stops heartbeating; every running worker sweeps
-for such expired leases (`verification_lease_sweeper_start`) and `verification_recover_stalled`
-puts the row back in the queue once (a second death records an error), so a job is never
-lost and never recorded twice.
+for such expired leases and `verification_recover_stalled` puts the row back in the queue once
+(a second death records an error), so a job is never lost and never recorded twice. The threads
+that heartbeat and sweep are the worker process's (evaluator/worker_threads.py); they call the
+writes here.
 """
 import contextlib
 import functools
 import logging
 import os
 import socket
-import threading
 import time
 from datetime import timedelta
 
@@ -36,6 +36,7 @@ from .kernel_bundles import bundle_for_kernel
 from .worker_profiles import profile_refresh_clang_tidy, profile_refresh_gpu_binary, profile_store_ncu
 from .verification_results import fields_from_result
 from .worker_cpu_jobs import worker_cpu_jobs, worker_lint_pool
+from .worker_threads import Heartbeat
 
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 2  # the first run and one retry after a worker died
@@ -93,7 +94,7 @@ def verification_run(*, verification_id: int) -> Verification | None:
     lease = {"status": Verification.Status.RUNNING, "worker": verification.worker, "attempts": verification.attempts}
     cpu_jobs = worker_cpu_jobs(settings.VERIFY_CPU_JOBS)
     cpu_slot = functools.partial(cpu_jobs.held, cpu_jobs.ticket())  # before the builds and lints of later jobs
-    with _Heartbeat(verification_id, lease):
+    with Heartbeat(functools.partial(verification_heartbeat, verification_id=verification_id, lease=lease)):
         lint = _lint_in_background(verification.kernel_id, cpu_slot) if settings.VERIFY_REFRESH_PROFILES else None
         run, sha = _run_bundle_of(verification.kernel, build_slot=cpu_slot)
         if settings.VERIFY_REFRESH_PROFILES:  # before the result, so a finished run has its profiles
@@ -115,6 +116,12 @@ def verification_lease_store(*, verification_id: int, lease: dict, fields: dict)
     """Write ``fields`` on the row only while ``lease`` (status running, worker, attempt) still holds
     it: a worker that stalled past its lease and woke up never overwrites the run that replaced it."""
     return bool(Verification.objects.filter(id=verification_id, **lease).update(**fields))
+
+
+def verification_heartbeat(*, verification_id: int, lease: dict) -> bool:
+    """Renew the lease (heartbeat_at) of a running job; a lease that expired and passed to another
+    worker is left alone. Called by the job's heartbeat thread (worker_threads.Heartbeat)."""
+    return bool(Verification.objects.filter(id=verification_id, **lease).update(heartbeat_at=timezone.now()))
 
 
 def kernel_verification_state_refresh(*, kernel_id: int) -> None:
@@ -157,37 +164,6 @@ def worker_name() -> str:
     host = settings.WORKER_HOST or socket.gethostname()
     lane = f":lane{settings.WORKER_LANE}" if settings.WORKER_LANE else ""
     return f"{host}{lane}:{os.getpid()}:gpu{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
-
-
-_lease_sweeper = None
-_lease_sweeper_guard = threading.Lock()
-
-
-def verification_lease_sweeper_start(*, every_s: float) -> threading.Thread | None:
-    """Start this process's one lease sweeper: a thread that re-queues the jobs of dead workers
-    (verification_recover_stalled) every ``every_s`` seconds, so while any worker runs, a job of a
-    host that died is retried within about ARCHIVE_VERIFY_STALE_AFTER_S + every_s. None when off
-    (``every_s`` <= 0). Sweeps of several workers race safely: each re-queue is a conditional UPDATE."""
-    global _lease_sweeper
-    with _lease_sweeper_guard:
-        if every_s > 0 and _lease_sweeper is None:
-            _lease_sweeper = threading.Thread(target=_sweep_leases, args=(every_s,), name="lease-sweeper", daemon=True)
-            _lease_sweeper.start()
-        return _lease_sweeper
-
-
-def _sweep_leases(every_s: float) -> None:
-    while True:
-        time.sleep(every_s)
-        try:
-            swept = verification_recover_stalled()
-            if swept["requeued"] or swept["given_up"]:
-                log.warning("expired leases: re-queued verifications %s, gave up on %s", swept["requeued"],
-                            swept["given_up"])
-        except Exception:  # a database outage must not end the sweeps
-            log.exception("lease sweep failed; the next one is in %s s", every_s)
-        finally:
-            close_old_connections()
 
 
 def _refresh_profiles(kernel_id: int, run, lint) -> None:
@@ -268,29 +244,3 @@ def _enqueue_on_commit(verification_ids: list[int]) -> None:
             run_verification(verification_id)
 
     transaction.on_commit(enqueue)
-
-
-class _Heartbeat:
-    """Renews the lease (heartbeat_at) from a thread while the harness runs in its subprocess; a
-    lease that expired and passed to another worker is left alone."""
-
-    def __init__(self, verification_id: int, lease: dict):
-        self.verification_id = verification_id
-        self.lease = lease
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._beat, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join()
-
-    def _beat(self):
-        try:
-            while not self.stop.wait(settings.VERIFY_HEARTBEAT_S):
-                Verification.objects.filter(id=self.verification_id, **self.lease).update(heartbeat_at=timezone.now())
-        finally:
-            close_old_connections()

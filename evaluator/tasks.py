@@ -4,7 +4,7 @@ from django.db import close_old_connections
 from huey import crontab
 from huey.contrib.djhuey import db_periodic_task, db_task, on_startup
 
-from . import services, worker_cpu_jobs
+from . import services, worker_cpu_jobs, worker_threads
 
 
 @db_task()
@@ -32,7 +32,8 @@ def recover_on_worker_start():
 def sweep_expired_leases():
     # Every running worker, on every host, re-queues dead workers' jobs every ARCHIVE_VERIFY_LEASE_SWEEP_S
     # (one thread per process): a Huey periodic task could do it at most once a minute.
-    services.verification_lease_sweeper_start(every_s=settings.VERIFY_LEASE_SWEEP_S)
+    worker_threads.verification_lease_sweeper_start(every_s=settings.VERIFY_LEASE_SWEEP_S,
+                                                    sweep=services.verification_recover_stalled)
 
 
 @on_startup()

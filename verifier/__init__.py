@@ -8,8 +8,9 @@ only reports evidence. result.py owns the document both produce.
 
 # Modules a verification needs, shipped in every bundle (bundle.py) and hashed into
 # versions.harness_sha256: what ran is what can be downloaded.
-SHIPPED_MODULES = ("__init__", "analysis", "build", "build_pch", "channel", "checks", "compute_floor", "confine",
-                   "device_lock", "guard", "inputs", "judge", "judge_budget", "judge_clocks", "judge_options",
-                   "judge_outputs", "judge_server", "judge_timing", "kernel_time", "memory", "outside_work",
-                   "result", "runner", "runner_process", "runner_session", "runner_start", "sandbox", "static_scan",
-                   "timing", "timing_report", "trials")
+SHIPPED_MODULES = ("__init__", "analysis", "build", "build_pch", "channel", "checks", "compute_floor",
+                   "confine", "device_lock", "guard", "inputs", "judge", "judge_budget", "judge_clocks",
+                   "judge_options", "judge_outputs", "judge_server", "judge_timing", "kernel_time", "memory",
+                   "outside_work", "process_limits", "result", "runner", "runner_process", "runner_session",
+                   "runner_start", "sandbox", "static_scan", "timing", "timing_report",
+                   "trials")

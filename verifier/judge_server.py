@@ -48,10 +48,10 @@ _MAX_REQUEST = 1 << 20
 def _run_judge(request, out_fd, err_fd):
     """In the forked child: become the judge process the sandbox would have started."""
     try:
-        from verifier import sandbox
+        from verifier import process_limits
 
         os.setsid()
-        sandbox.limits(request.get("cpu_seconds"), request.get("address_space"))()  # as its preexec_fn
+        process_limits.limits(request.get("cpu_seconds"), request.get("address_space"))()  # as its preexec_fn
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_fd, 1)

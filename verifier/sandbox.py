@@ -22,41 +22,11 @@ import time
 
 from . import judge_server
 from . import result
-
-try:
-    import resource
-except ImportError:  # not on Linux/macOS: limits are skipped, the timeout still holds
-    resource = None
+from .process_limits import limits
 
 CANDIDATE_STAGES = {"candidate_load", "candidate_call", "candidate_settle", "runner_probes", "timing_setup", "timing",
                     "runner_end"}
 LOG_TAIL = 8000
-
-
-def _die_with_parent():
-    """Linux: the harness is killed when the process that started it dies (a worker killed
-    mid-job must not leave an orphan holding the GPU while its job is re-run elsewhere)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the timeout still holds
-        pass
-
-
-def limits(cpu_seconds, address_space):
-    def apply():
-        _die_with_parent()
-        if resource is None:
-            return
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if cpu_seconds:
-            resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_seconds), int(cpu_seconds) + 5))
-        if address_space:
-            resource.setrlimit(resource.RLIMIT_AS, (int(address_space), int(address_space)))
-    return apply
 
 
 def lower_priority(pid, nice):

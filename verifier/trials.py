@@ -13,6 +13,7 @@ import torch
 from . import checks
 from . import guard
 from . import inputs as inp
+from . import result
 
 _sleep = time.sleep
 _cuda_sync = torch.cuda.synchronize
@@ -35,13 +36,8 @@ class Ctx:
         self.__dict__.update(kw)
 
     def add_flag(self, entry):
-        """One entry per flag name: the first evidence is kept, repeats are counted."""
-        for existing in self.flags:
-            if existing["name"] == entry["name"]:
-                existing["occurrences"] = existing.get("occurrences", 1) + 1
-                existing["blocking"] = existing["blocking"] or entry["blocking"]
-                return
-        self.flags.append(entry)
+        """One entry per flag name (result.add_flag: repeats are counted, a blocking one blocks)."""
+        result.add_flag(self.flags, entry)
 
     def has_flag(self, name):
         return any(f["name"] == name for f in self.flags)
