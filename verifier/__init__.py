@@ -12,5 +12,5 @@ SHIPPED_MODULES = ("__init__", "analysis", "build", "build_pch", "channel", "che
                    "confine", "device_lock", "guard", "inputs", "judge", "judge_budget", "judge_clocks",
                    "judge_options", "judge_outputs", "judge_server", "judge_timing", "kernel_time", "memory",
                    "outside_work", "process_limits", "result", "runner", "runner_process", "runner_session",
-                   "runner_start", "sandbox", "static_scan", "timing", "timing_report",
+                   "runner_start", "sandbox", "shared_baseline", "static_scan", "timing", "timing_report",
                    "trials")

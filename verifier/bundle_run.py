@@ -77,11 +77,16 @@ def run_bundle(
     bundle: bytes, *, device: str, seeds: str, timeout_s: float, memory_limit_mb: int | None,
     work_root: Path, build_dir: Path, harness_args: tuple[str, ...] = (), lock_dir: Path | None = None,
     profile_ncu: bool = False, profile_passed_only: bool = False, build_slot=contextlib.nullcontext,
+    shared_baseline_dir: Path | None = None,
 ) -> BundleRun:
     """Build, then verify (and optionally ncu-profile) this bundle's kernel, sharing the device with other runs.
     ``build_slot()`` is the context the build step runs in (the worker's turn among its CPU jobs);
-    ``phases['build_wait_s']`` is how long the build waited for it."""
+    ``phases['build_wait_s']`` is how long the build waited for it. ``shared_baseline_dir``: the
+    host's compile baselines (verifier/shared_baseline.py), never under ``build_dir``."""
     device = resolve_device(device)
+    if shared_baseline_dir and Path(build_dir).resolve() in (Path(shared_baseline_dir).resolve(), *Path(shared_baseline_dir).resolve().parents):
+        raise ValueError("the shared baselines (%s) may not be under the build folder %s: the runner writes there"
+                         % (shared_baseline_dir, build_dir))
     work_root = Path(work_root)
     work_root.mkdir(parents=True, exist_ok=True)
     Path(build_dir).mkdir(parents=True, exist_ok=True)
@@ -90,7 +95,8 @@ def run_bundle(
     try:
         unpack_bundle(bundle, run_dir)
         claims = json.loads((run_dir / "claims.json").read_text(encoding="utf-8"))
-        command = harness_command(run_dir, claims, device, seeds, run_dir / "result.json", list(harness_args))
+        extra = list(harness_args) + (["--shared-baseline-dir", str(shared_baseline_dir)] if shared_baseline_dir else [])
+        command = harness_command(run_dir, claims, device, seeds, run_dir / "result.json", extra)
         env = _harness_env(build_dir)
         memory_limit = memory_limit_mb * 1024 * 1024 if memory_limit_mb else None
 

@@ -6,7 +6,7 @@ and everything it reports is evidence.
         [--kind model_new|cuda_forward] [--device cuda|cpu] [--seed N ... | --seeds N,N,N]
         [--tolerance-abs X --tolerance-rel Y] [--no-timing] [--time-budget S] [--no-compile]
         [--rse-target R] [--start-delay-us U] [--runner-timeout S] [--budget S] [--probe-budget S]
-        [--build-dir DIR] [--json OUT.json] [--build-only]
+        [--build-dir DIR] [--shared-baseline-dir DIR] [--json OUT.json] [--build-only]
 
 (``python -m evaluator.harness`` is the same command.) Prints one JSON document
 (verifier/result.py) and exits 0 whenever a verdict was reached. The judge:
@@ -48,6 +48,7 @@ from .judge_options import DEFAULT_RUNNER_TIMEOUT_S
 from . import judge_timing
 from . import result
 from . import runner_start
+from . import shared_baseline
 from . import SHIPPED_MODULES
 from . import static_scan
 from .runner_process import CandidateRaised, RunnerFailure, RunnerProcess
@@ -107,8 +108,9 @@ def module_from_text(src, role):
 def verify(*, reference_src, candidate_src, kind, functional_src=None, device="cpu", seeds=None, tolerance=None,
            time_it=True, build_dir=None, timing_budget_s=None, compile_baseline=True, rse_target=None,
            start_delay_us=None, build_only=False, runner_timeout_s=DEFAULT_RUNNER_TIMEOUT_S, budget_s=None,
-           probe_budget_s=None):
-    """Run the whole protocol and return the result document (a dict)."""
+           probe_budget_s=None, shared_baseline_dir=None):
+    """Run the whole protocol and return the result document (a dict). ``shared_baseline_dir``: the
+    host's folder of compile baselines timed once per task (verifier/shared_baseline.py)."""
     doc = result.new_document(kind=kind, device=device)
     tol = dict(DEFAULT_TOLERANCE)
     tol.update({k: float(v) for k, v in (tolerance or {}).items() if v is not None})
@@ -127,7 +129,8 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
     try:
         hold.start()
         job.run(reference_src, candidate_src, functional_src, seeds, time_it, build_dir or build.default_build_dir(),
-                timing_budget_s, compile_baseline, rse_target, start_delay_us, build_only, runner_timeout_s, hold)
+                timing_budget_s, compile_baseline, rse_target, start_delay_us, build_only, runner_timeout_s, hold,
+                shared_baseline_dir=shared_baseline_dir)
     except HarnessError as exc:
         doc["verdict"], doc["error"] = "error", str(exc)
     except (RunnerFailure, CandidateRaised, judge_budget.BudgetExhausted) as exc:
@@ -184,7 +187,7 @@ class _Job:
         return out
 
     def run(self, reference_src, candidate_src, functional_src, seeds, time_it, build_dir, timing_budget_s,
-            compile_baseline, rse_target, start_delay_us, build_only, runner_timeout_s, hold):
+            compile_baseline, rse_target, start_delay_us, build_only, runner_timeout_s, hold, shared_baseline_dir=None):
         doc, device, kind = self.doc, self.device, self.kind
         if kind not in ("model_new", "cuda_forward"):
             raise HarnessError("unknown kind %r (model_new or cuda_forward)" % kind)
@@ -283,10 +286,18 @@ class _Job:
         else:
             self.stage("timing_setup")
             budget = timing_budget_s if timing_budget_s is not None else (10.0 if device == "cuda" else 3.0)
-            timings, speedup, info, tflags, inputs = judge_timing.time_candidate(
-                runner=self.runner, ref_model=ref_model, ref_mod=ref_mod, device=device, tol=self.tol,
-                budget_s=budget, compile_baseline=compile_baseline, rse_target=rse_target,
-                start_delay_us=start_delay_us, hold=hold, stage=self.stage, budget=self.budget)
+            shared = None if not shared_baseline_dir else shared_baseline.SharedBaseline(
+                shared_baseline_dir, reference_src=reference_src, versions=doc["versions"],
+                timing_settings={"device": device, "budget_s": budget, "rse_target": rse_target,
+                                 "start_delay_us": start_delay_us})
+            try:
+                timings, speedup, info, tflags, inputs = judge_timing.time_candidate(
+                    runner=self.runner, ref_model=ref_model, ref_mod=ref_mod, device=device, tol=self.tol,
+                    budget_s=budget, compile_baseline=compile_baseline, rse_target=rse_target,
+                    start_delay_us=start_delay_us, hold=hold, stage=self.stage, budget=self.budget, shared=shared)
+            finally:
+                if shared is not None:
+                    shared.release()
             doc["timings"], doc["speedup"], doc["checks"]["timing"] = timings, speedup, info
             for f in tflags:
                 self.add(f)
@@ -400,7 +411,8 @@ def main(argv=None):
                      tolerance={"abs": args.tolerance_abs, "rel": args.tolerance_rel}, time_it=not args.no_timing,
                      build_dir=args.build_dir, timing_budget_s=args.time_budget, compile_baseline=not args.no_compile,
                      rse_target=args.rse_target, start_delay_us=args.start_delay_us, build_only=args.build_only,
-                     runner_timeout_s=args.runner_timeout, budget_s=args.budget, probe_budget_s=args.probe_budget)
+                     runner_timeout_s=args.runner_timeout, budget_s=args.budget, probe_budget_s=args.probe_budget,
+                     shared_baseline_dir=args.shared_baseline_dir)
     except OSError as exc:
         doc = result.failure_document("error", "cannot read input: %s" % exc)
     text = result.dumps(doc)

@@ -33,6 +33,9 @@ def parse(argv):
     p.add_argument("--probe-budget", type=float, help="seconds any one request to the runner may take once the "
                    "candidate is loaded (default 45 cuda, 90 cpu); past it: probe_budget_exhausted")
     p.add_argument("--build-dir")
+    p.add_argument("--shared-baseline-dir", help="a folder only judges write (never the build folder): the "
+                   "torch.compile baseline of a task is timed once there and reused while the eager reference "
+                   "timed beside each kernel agrees with it (verifier/shared_baseline.py)")
     p.add_argument("--build-only", action="store_true", help="only build and load the candidate (verdict built)")
     p.add_argument("--json")
     return p.parse_args(argv)

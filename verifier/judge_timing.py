@@ -137,9 +137,10 @@ def _bound_by_own_events(answer, batch):
 
 
 def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile_baseline, rse_target,
-                   start_delay_us, hold, stage=lambda name: None, budget=None):
+                   start_delay_us, hold, stage=lambda name: None, budget=None, shared=None):
     """Returns (timings, speedup, checks, flags, one input set). ``budget_s`` is the timing's own
-    budget; ``budget`` (judge_budget.Budget) the verification's, which the loop never runs past."""
+    budget; ``budget`` (judge_budget.Budget) the verification's, which the loop never runs past;
+    ``shared`` (shared_baseline.SharedBaseline) the host's compile baseline of this task, if any."""
     budget = budget or judge_budget.Budget(float("inf"), float("inf"))
     flags = []
     probe = inp.make_inputs(ref_mod, secrets.randbelow(2 ** 31), device)
@@ -158,7 +159,10 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
     weights = timing.FingerprintWeights(weight_seed, device)
     impls = [("eager", lambda ins: ref_model(*ins))]
     notes = {}
-    if compile_baseline:
+    shared_entry = shared.lookup() if (shared is not None and compile_baseline) else None
+    # Another verification of this task on this host is timing its baseline: read its entry afterwards.
+    read_later = compile_baseline and shared is not None and shared_entry is None and not shared.claim()
+    if compile_baseline and shared_entry is None and not read_later:
         try:
             compiled = compiled_in_this_process(ref_model)
             impls.append(("compile", lambda ins: compiled(*ins)))
@@ -340,6 +344,14 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
     timings = timing_report.summarize_clocks(samples, clocks, hidden, chosen.why_kernel_time, chosen.gpu_time_busy)
     for name, note in notes.items():
         timings[name] = {"error" if name != "compile" or "disabled" not in note else "skipped": note}
+    if read_later:
+        shared_entry = shared.lookup()
+        if shared_entry is None:
+            shared.note = ("another verification on this host was timing this task's compile baseline and had not "
+                           "stored it when this one's timing ended: no compile figure")
+            timings["compile"] = {"skipped": shared.note}
+    if shared_entry is not None:
+        shared.apply(shared_entry, timings)
     timings["candidate"]["source"] = ("runner (CUDA events, the profiler's kernel times or the host clock), checked "
                                       "against the judge's clock")
     speedup = timing_report.speedups(timings)
@@ -377,6 +389,14 @@ def time_candidate(*, runner, ref_model, ref_mod, device, tol, budget_s, compile
             info["outside_calls"][clock], why = seen.verdict(clock, median)
             if why and wrong is None:
                 flags.append(flag("work_outside_call", True, why, source="judge"))
+    if shared is not None and compile_baseline:
+        if shared_entry is None and not read_later and "compile" not in notes:
+            if flags:  # only from a timing that raised nothing: a kernel that loads the GPU shows there
+                shared.note = "timed here and not stored: this kernel's timing raised a flag"
+            else:
+                shared.store(timings)
+        info["shared_compile_baseline"] = {"key": shared.key, "used": bool((timings.get("compile") or {}).get("shared")),
+                                           "note": shared.note}
     return timings, speedup, info, flags, probe
 
 
