@@ -65,9 +65,19 @@ import: migrate
 	@# What the GPU ran for four demo kernels (SASS, PTX, registers, spills; the matmul's ncu hot spots).
 	$(PY) manage.py import_gpu_listings evaluator/demo_archive/gpu_listings_h200.json
 	test "$(SAMPLE)" != "$(SHARED_SAMPLE)" || $(PY) manage.py import_verifications $(H200_RESULTS)/sample_subset_h200.jsonl
+	@# Later runs of the sample through the worker (harness 2.8.0: the judge's defaults, shared compile baseline).
+	test "$(SAMPLE)" != "$(SHARED_SAMPLE)" || for records in $(wildcard $(H200_RESULTS)/sample_2_8_0/*.jsonl); do \
+		$(PY) manage.py import_verifications "$$records" || exit 1; done
 	@# CUDA-L1's subsets (one per GPU) when ../shared has them: their claims beside the sample's; after the
 	@# records above, which name the tasks' references as the sample gave them.
 	for dump in $(wildcard ../shared/data/cuda_l1/*_subset.jsonl); do $(PY) manage.py import_archive "$$dump" || exit 1; done
+	@# CUDA-L1's four full dumps (rows without a kernel skipped and counted; about 30 s in all), then the
+	@# signed records of the H200 campaign that re-verifies them, one file a call (docs/verification_records.md,
+	@# "CUDA-L1 campaign"); only with the dumps, whose kernels the records are of. The a100 dump first, as the
+	@# campaign's device database has it.
+	for dump in $(wildcard $(addprefix ../shared/data/cuda_l1/,a100.json l40.json 3090.json h20.json)); do $(PY) manage.py import_archive "$$dump" --rows-without-kernel skip || exit 1; done
+	test -z "$(wildcard $(addprefix ../shared/data/cuda_l1/,a100.json l40.json 3090.json h20.json))" || for records in $(wildcard $(H200_RESULTS)/cuda_l1/*.jsonl); do \
+		$(PY) manage.py import_verifications "$$records" || exit 1; done
 
 index: import
 	$(PY) manage.py build_index

@@ -37,7 +37,7 @@ KERNELS=${KERNELS:-13,47,81,14,48,82,15,49,83,16,50,84,17,51,85,18,52,86,19,53,8
 # The names the earlier runs recorded for ids 13, 47 and 81 (tests/fixtures/h200/worker_session3.json).
 EXPECTED_NAMES=${EXPECTED_NAMES:-13:unrolled_loop_optimization_base}
 SAMPLE=${SAMPLE:-../shared/data/sakana_archive_subset.jsonl}
-WHEELS="Django==5.2.19 asgiref==3.13.0 sqlparse==0.6.1 djangorestframework==3.18.3 huey==3.5.4 dj-database-url==3.1.2"
+WHEELS="Django==5.2.19 asgiref==3.13.0 sqlparse==0.6.1 djangorestframework==3.18.3 huey==3.5.4 dj-database-url==3.1.2 django-axes==8.3.1 whitenoise==6.12.0 cryptography==50.0.2 cffi==2.1.1 pycparser==3.12"
 CLANG_TIDY=clang-tidy==23.1.4
 start=$(date +%s)
 elapsed() { echo $(( $(date +%s) - start )); }
@@ -60,6 +60,12 @@ if [ "$mode" = pack ]; then
         $py manage.py migrate --noinput -v0 || exit 1
     ARCHIVE_DATA_DIR=$PWD/.device/data DJANGO_SETTINGS_MODULE=archive_site.settings_gpu_worker \
         $py manage.py import_archive "$SAMPLE" --no-progress || exit 1
+    # EXTRA_ARCHIVES: more archives in the same database (a campaign's, e.g. a CUDA-L1 dump), their
+    # rows without a kernel skipped and counted by import_archive.
+    for extra in ${EXTRA_ARCHIVES:-}; do
+        ARCHIVE_DATA_DIR=$PWD/.device/data DJANGO_SETTINGS_MODULE=archive_site.settings_gpu_worker \
+            $py manage.py import_archive "$extra" --rows-without-kernel skip --no-progress || exit 1
+    done
     tar czf .device/data.tgz -C .device data && rm -rf .device/data
     du -cb .whl .device | tail -1
     git ls-files -z | xargs -0 du -cb | tail -1
@@ -97,6 +103,8 @@ export ARCHIVE_VERIFY_TIMING_CPUS=${ARCHIVE_VERIFY_TIMING_CPUS:-0,1}
 export ARCHIVE_VERIFY_LINT_WORKERS=${ARCHIVE_VERIFY_LINT_WORKERS:-4}
 export PYTHONUNBUFFERED=1
 threads=${2:-24}
+# The packed database may predate this tree's migrations (a campaign spans sessions).
+python3 manage.py migrate --noinput -v0 || exit 1
 echo "setup done at $(elapsed) s; $(nproc) CPUs; threads $threads; timing CPUs $ARCHIVE_VERIFY_TIMING_CPUS"
 command -v clang-tidy && clang-tidy --version | head -2
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader

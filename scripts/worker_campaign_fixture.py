@@ -89,6 +89,7 @@ def verifications(database: Path, earlier: dict) -> list[dict]:
             "harness_sha256": (doc.get("versions") or {}).get("harness_sha256"),
             "speedup_vs_eager": speedup.get("vs_eager"), "clock": speedup.get("clock"),
             "end_to_end_vs_eager": (speedup.get("end_to_end") or {}).get("vs_eager"),
+            "vs_compile": speedup.get("vs_compile"), "compile_baseline": compile_baseline(doc),
             "judge_device_lock": (doc.get("checks") or {}).get("device_lock"),
             "phases": json.loads(phases or "{}"),
             "ncu_launches": ncu.get(kernel_id),
@@ -96,6 +97,17 @@ def verifications(database: Path, earlier: dict) -> list[dict]:
             "earlier": before,
         })
     return rows
+
+
+def compile_baseline(doc: dict) -> dict | None:
+    """Where the run's torch.compile figure came from (harness 2.8.0's shared baseline), or None."""
+    shared = ((doc.get("checks") or {}).get("timing") or {}).get("shared_compile_baseline")
+    if shared is None:
+        return None
+    compiled = (doc.get("timings") or {}).get("compile") or {}
+    provenance = compiled.get("shared") or {}
+    return {"used": shared.get("used"), "note": shared.get("note"), "median_ms": compiled.get("median_ms"),
+            "eager_drift": provenance.get("eager_drift"), "max_eager_drift": provenance.get("max_eager_drift")}
 
 
 def judge_probe(path: Path) -> dict:

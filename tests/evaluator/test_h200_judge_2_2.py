@@ -156,12 +156,19 @@ def test_the_same_kernels_in_separate_processes_with_the_judge_2_2():
     assert [(run["process"], run["verdict"]) for run in late] == [(3, "passed")]
 
 
-def test_every_shipped_record_is_signed_by_the_trusted_project_key():
-    keys = json.loads((REPO / "evaluator" / "trusted_keys.json").read_text())["keys"]
-    assert len(keys) == 1 and key_id_of(public_key_from_text(keys[0]["public_key"])) == keys[0]["key_id"]
+def test_every_shipped_record_is_signed_by_a_trusted_project_key():
+    keys = {key["key_id"]: key for key in json.loads((REPO / "evaluator" / "trusted_keys.json").read_text())["keys"]}
+    assert all(key_id_of(public_key_from_text(key["public_key"])) == key_id for key_id, key in keys.items())
+    project = next(key for key in keys.values() if key["owner"] == "kernel-archive project (H200 campaigns)")
     for path in (DEMO_RECORDS, SAMPLE_RECORDS):
         ids = {json.loads(line)["verifier"]["key_id"] for line in path.read_text().splitlines() if line.strip()}
-        assert ids == {keys[0]["key_id"]}, path.name
+        assert ids == {project["key_id"]}, path.name
+    # Each later call's file is signed by a key of its own, whose entry names that file.
+    later = sorted((REPO / "evaluator" / "h200_results").glob("*/*.jsonl"))
+    assert later
+    for path in later:
+        (key_id,) = {json.loads(line)["verifier"]["key_id"] for line in path.read_text().splitlines() if line.strip()}
+        assert path.name in keys[key_id]["note"], path.name
 
 
 @pytest.mark.django_db
