@@ -3,6 +3,8 @@
 Blocks of other apps (related kernels from search, the re-verify form from evaluator) come in
 as panels registered in kernels/extension_points.py; this module never imports those apps."""
 from . import selectors
+from .achieved_rate_selectors import verification_achieved_rates
+from .achieved_rates import baseline_absence, compile_shared_note
 from .build_log import first_build_error
 from .charts import speed_of_light
 from .comparison import code_comparison, preferred_profile, profile_comparison, task_kernel_menu
@@ -21,6 +23,10 @@ def kernel_page_context(kernel_id: int, params=None) -> dict:
     params = params or {}
     kernel = selectors.kernel_with_task(kernel_id)
     verifications = list(selectors.kernel_verifications(kernel.id))
+    for verification in verifications:  # full rows are loaded already: no query per run
+        verification.achieved = verification_achieved_rates(verification)
+        verification.compile_absence = baseline_absence(verification.timings, "compile")
+        verification.compile_shared = compile_shared_note(verification.timings)
     # Best by kernels/ranking.py: never a failed or suspected kernel; "claimed" when no kernel
     # of the task has passed a trusted verification.
     best = selectors.best_kernel_of_task(kernel.task_id)

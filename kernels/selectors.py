@@ -13,6 +13,7 @@ from django.db.models.functions import Coalesce, Floor, Ln
 from django.shortcuts import get_object_or_404
 
 from . import ranking
+from .achieved_rate_selectors import with_achieved_rate_fields
 from .leaderboard_query import LeaderboardQuery
 from .models import Kernel, Task, Verification
 from .page_cache import HARDWARE_CACHE_KEY, LEVELS_CACHE_KEY, OVERVIEW_CACHE_KEY
@@ -47,6 +48,10 @@ LIST_ORDER = {
     "task": ("task__level", "task__task_number", F("claimed_speedup_native").desc(nulls_last=True), "id"),
     "best": ranking.BEST_ORDER,
 }
+# A researcher's submission (submissions app) stays the submitter's until a trusted run passes
+# it: hidden from these lists and pages (404 by id) until then, shown and ranked after (docs/submissions.md).
+SUBMISSIONS_ARCHIVE = "submissions"
+UNPUBLISHED = Q(source_archive=SUBMISSIONS_ARCHIVE, verified=False)
 BINS_PER_OCTAVE = 4  # speedup histogram: quarter-octave bins
 HARDWARE_CACHE_SECONDS = 300
 OVERVIEW_CACHE_SECONDS = 60
@@ -59,8 +64,21 @@ def kernel_list_rows(queryset):
     return queryset.select_related("task").only(*KERNEL_LIST_FIELDS).annotate(version_number=F("task_version__number"))
 
 
+def published(queryset):
+    """The kernels anyone may see: all but submissions no trusted run has passed (UNPUBLISHED)."""
+    return queryset.exclude(UNPUBLISHED)
+
+
+def of_published_kernels(queryset, kernel_field: str = "kernel"):
+    """Rows of another model that name a kernel (claims, verifications, profiles, map points),
+    kept only where that kernel is published(): the same rule (UNPUBLISHED), as a subquery of the
+    few unpublished kernels (the source_archive index) rather than of every published one."""
+    return queryset.exclude(**{f"{kernel_field}__in": Kernel.objects.filter(UNPUBLISHED).values("id")})
+
+
 def filter_kernels(queryset, query: LeaderboardQuery, *, with_task_filters: bool = True):
     """The leaderboard's row filters; exports apply the same ones (kernels/export/selectors.py)."""
+    queryset = published(queryset)
     if with_task_filters and query.level:
         queryset = queryset.filter(task__level=query.level)
     if with_task_filters and query.op_name:
@@ -132,7 +150,8 @@ def task_kernels_ranked(task: Task, *, include_all: bool = False):
     """Every kernel of a task, annotated `ranked`: the ranked ones first (verified by
     re-measured speedup, then claimed), then the failed and suspected ones, which are ranked
     among the others only with include_all."""
-    kernels = kernel_list_rows(Kernel.objects.filter(task=task))
+    # with the achieved rates of each kernel's latest run (the task page's column), in this query
+    kernels = with_achieved_rate_fields(kernel_list_rows(published(Kernel.objects.filter(task=task))))
     if include_all:
         return kernels.annotate(ranked=Value(True)).order_by(*ranking.BEST_ORDER)
     return ranking.with_ranked_flag(kernels).order_by(F("ranked").desc(), *ranking.BEST_ORDER)
@@ -141,17 +160,18 @@ def task_kernels_ranked(task: Task, *, include_all: bool = False):
 def kernel_with_task(kernel_id: int) -> Kernel:
     """A kernel with its code, task and parent (for the diff), and its profiles."""
     return get_object_or_404(
-        Kernel.objects.select_related("task", "parent").prefetch_related("profiles"), pk=kernel_id
+        published(Kernel.objects.select_related("task", "parent").prefetch_related("profiles")), pk=kernel_id
     )
 
 
 def kernel_detail_row(kernel_id: int) -> Kernel:
     """A kernel with its code, task, profiles, verified state and re-measured speedup (API)."""
-    return get_object_or_404(Kernel.objects.select_related("task").prefetch_related("profiles"), pk=kernel_id)
+    return get_object_or_404(with_achieved_rate_fields(
+        published(Kernel.objects.select_related("task").prefetch_related("profiles"))), pk=kernel_id)
 
 
 def kernel_code_only(kernel_id: int) -> Kernel:
-    return get_object_or_404(Kernel.objects.only("id", "kind", "code"), pk=kernel_id)
+    return get_object_or_404(published(Kernel.objects.only("id", "kind", "code")), pk=kernel_id)
 
 
 def best_kernel_of_task(task_id: int) -> Kernel | None:
@@ -186,7 +206,7 @@ def newest_verifications(limit: int = 10):
     """The home page's list: trusted runs first, newest first (kernels/trust_order.py); a
     contribution shows only after them, badged."""
     return (
-        Verification.objects.select_related("kernel__task")
+        of_published_kernels(Verification.objects.select_related("kernel__task"))
         .only("id", "status", "gpu_name", "speedup_eager", "speedup_compile", "flags", "created_at", "finished_at",
               "origin", "verifier_name", "harness_version", "kernel__id", "kernel__name", "kernel__task__level",
               "kernel__task__task_number")

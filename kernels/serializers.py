@@ -3,6 +3,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from .achieved_rate_selectors import kernel_achieved_rates, verification_achieved_rates
 from .models import Kernel, Profile, Task, Verification
 from .ranking import excluded_reason
 from .verdicts import decode_names, failure_kind
@@ -111,16 +112,47 @@ class ProfileSerializer(serializers.ModelSerializer):
         fields = ["kind", "origin", "parsed", "raw_text", "created_at"]
 
 
+class AchievedRatesSerializer(serializers.Serializer):
+    """Why a kernel is fast (kernels/achieved_rates.py): the judge's floors read the other way
+    round. A null figure has its reason in *_unavailable; none is ever estimated."""
+    median_ms = serializers.FloatField(allow_null=True, help_text="the re-measured candidate median (ms) on the "
+                                       "ranking clock: the time the floors were checked against")
+    bytes = serializers.IntegerField(allow_null=True, help_text="bytes one call must move at least: its inputs "
+                                     "read once and its output written once (checks.bandwidth_floor.bytes)")
+    achieved_gb_per_s = serializers.FloatField(allow_null=True, help_text="bytes / median, in GB/s (1e9 bytes/s)")
+    peak_gb_per_s = serializers.FloatField(allow_null=True, help_text="the GPU's datasheet memory bandwidth the "
+                                           "judge's floor used, GB/s (null when it had no datasheet figure)")
+    fraction_of_peak_bandwidth = serializers.FloatField(allow_null=True,
+                                                        help_text="achieved / peak (1.0 = the datasheet peak)")
+    bandwidth_source = serializers.CharField(help_text="where the judge's bandwidth came from, as it says")
+    bandwidth_unavailable = serializers.CharField(help_text="why a bandwidth figure is null ('' when none is)")
+    flops = serializers.IntegerField(allow_null=True, help_text="FLOPs of one call of the reference, by torch's "
+                                     "FlopCounterMode in the judge (checks.compute_floor.flops; since harness 2.6.0)")
+    achieved_tflop_per_s = serializers.FloatField(allow_null=True, help_text="FLOPs / median, in TFLOP/s")
+    peak_tflop_per_s = serializers.FloatField(allow_null=True, help_text="the GPU's dense 16-bit tensor-core "
+                                              "datasheet peak the judge's floor used, TFLOP/s")
+    fraction_of_peak_flops = serializers.FloatField(allow_null=True, help_text="achieved / peak")
+    flops_source = serializers.CharField(help_text="where the judge's peak came from, as it says")
+    flops_unavailable = serializers.CharField(help_text="why a compute figure is null ('' when none is)")
+
+
 class KernelDetailSerializer(KernelListSerializer):
     profiles = ProfileSerializer(many=True, read_only=True)
     source_url = serializers.SerializerMethodField()
+    achieved_rates = serializers.SerializerMethodField(
+        help_text="rates of the run the verified state comes from (latest_verification); null without one")
 
     class Meta(KernelListSerializer.Meta):
         fields = KernelListSerializer.Meta.fields + ["code", "code_sha256", "error_text", "archive_index",
-                                                     "source_url", "profiles"]
+                                                     "source_url", "profiles", "achieved_rates"]
 
     def get_source_url(self, kernel) -> str:
         return reverse("kernel_source", args=[kernel.id])
+
+    @extend_schema_field(AchievedRatesSerializer(allow_null=True))
+    def get_achieved_rates(self, kernel) -> dict | None:
+        rates = kernel_achieved_rates(kernel)  # from the row's annotations (selectors.kernel_detail_row)
+        return None if rates is None else rates.as_api()
 
 
 class TaskSerializer(serializers.ModelSerializer):
@@ -163,6 +195,8 @@ class VerificationSerializer(serializers.ModelSerializer):
     kernel = serializers.IntegerField(source="kernel_id", read_only=True,
                                       help_text="deprecated alias of kernel_id, kept for the clients of the "
                                                 "re-verify answer and verification detail, which named it so")
+    achieved_rates = serializers.SerializerMethodField(
+        help_text="achieved GB/s and TFLOP/s of this run and their share of the GPU's peak, from its floors")
 
     class Meta:
         model = Verification
@@ -170,4 +204,9 @@ class VerificationSerializer(serializers.ModelSerializer):
                   "gpu_name", "device", "versions", "harness_version", "seeds", "trials", "tolerance",
                   "max_abs_error", "max_rel_error", "timings", "runtime_ms", "eager_runtime_ms",
                   "compile_runtime_ms", "speedup_eager", "speedup_compile", "flags", "has_blocking_flag",
-                  "bundle_sha256", "log", "phases", "created_at", "started_at", "finished_at", "claimed_at"]
+                  "bundle_sha256", "log", "phases", "created_at", "started_at", "finished_at", "claimed_at",
+                  "achieved_rates"]
+
+    @extend_schema_field(AchievedRatesSerializer)
+    def get_achieved_rates(self, verification) -> dict:
+        return verification_achieved_rates(verification).as_api()

@@ -191,7 +191,8 @@ GPU when torch sees one and the CPU otherwise; `--device cuda|cpu` forces either
 `--json result.json` chooses where the full result is written. It prints the verdict,
 every flag with its evidence, and the claimed numbers beside the re-measured ones.
 Only kernels written as plain C++ run on the CPU, and CPU timings say nothing about the
-claimed GPU speedup. Options after `--` go to the verifier (`python -m verifier.judge`) unchanged (for example
+claimed GPU speedup: a CUDA kernel on the CPU stops at once, saying it needs a CUDA device and
+what torch found here (verdict error, exit status 2). Options after `--` go to the verifier (`python -m verifier.judge`) unchanged (for example
 `python verify.py -- --build-dir /tmp/kernel-builds`). Exit status 0 means a verdict
 (passed or failed) was reached, 2 that none could be.
 
@@ -224,8 +225,10 @@ evidence in the result JSON; blocking flags fail the kernel.
 
 ## Is this the bundle that was verified?
 
-The kernel's page shows the sha256 of the bundle its verification ran. Compare it with
-your copy's:
+The kernel's page shows, for each verification, the whole sha256 of the bundle it ran (in
+its verification history, column "Bundle sha256"). A signed record whose signer named no
+bundle (bundle_sha256 left empty, as in the project's own H200 records) says so there; its
+harness sha256 still names the verifier files that ran. Compare it with your copy's:
 
     sha256sum bundle.zip          # Linux
     shasum -a 256 bundle.zip      # macOS

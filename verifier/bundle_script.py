@@ -42,6 +42,42 @@ def pick_device(requested: str | None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def cuda_device_found() -> str:
+    """What this machine offers a CUDA kernel, in words, for the message that it needs a GPU."""
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed here"
+    if torch.cuda.is_available():
+        return (f"--device cpu was given although torch sees {torch.cuda.get_device_name()}: "
+                "leave --device out (or pass --device cuda)")
+    if torch.version.cuda is None:
+        return f"torch {torch.__version__} here is a CPU-only build (torch.version.cuda is None)"
+    return f"torch {torch.__version__} (built for CUDA {torch.version.cuda}) sees no CUDA device here"
+
+
+def cpu_run_refused(bundle_dir: Path, claims: dict, device: str) -> dict | None:
+    """An error document when a CPU run is asked of CUDA code, else None. The rule is the judge's
+    own (static_scan.needs_cuda; judge.py refuses the same kernels on the CPU), applied here first
+    so the user reads one message saying what is needed and what was found, not a run's report."""
+    kind = claims["kernel"]["kind"]
+    if device != "cpu" or kind not in CANDIDATE_FILE_BY_KIND:
+        return None
+    from verifier import static_scan  # imports torch: only once a CPU run is asked for
+
+    source_file = CANDIDATE_FILE_BY_KIND[kind]
+    source = (bundle_dir / source_file).read_text(encoding="utf-8", errors="replace")
+    if not static_scan.needs_cuda(source, kind):
+        return None
+    found = cuda_device_found()
+    reason = (f"this kernel needs a CUDA device: {source_file} contains CUDA device code, which only a GPU can run, "
+              f"and {found}. No verdict on its correctness or speed was reached; run it where torch sees an "
+              "NVIDIA GPU (python verify.py, or --device cuda)")
+    doc = result_doc.failure_document("error", reason, device=device, kind=kind)
+    doc["checks"]["device"] = {"needs_cuda": True, "requested": device, "found": found}
+    return doc
+
+
 def check_files(bundle_dir: Path) -> dict:
     """Compare the bundle's files with SHA256SUMS, so a locally edited kernel is noticed."""
     sums_file = bundle_dir / "SHA256SUMS"
@@ -118,7 +154,9 @@ def comparison_rows(claimed: dict, result: dict) -> list[tuple[str, str, str]]:
         ("end-to-end runtime (ms)", "-", _number(result_doc.end_to_end_ms(result, "candidate"))),
         ("end-to-end eager (ms)", "-", _number(result_doc.end_to_end_ms(result, "eager"))),
         ("end-to-end speedup vs eager", "-", _number(result_doc.end_to_end_speedup(result, "vs_eager"))),
-        ("correct", _number(claimed.get("correct")), str(result.get("verdict") == "passed")),
+        # Only a verdict says correct or not: an error reached none, and "False" would say it failed.
+        ("correct", _number(claimed.get("correct")),
+         {"passed": "True", "failed": "False"}.get(result.get("verdict"), "- (no verdict)")),
         ("max abs diff", _number(claimed.get("max_diff")),
          _number(result_doc.max_over_trials(result, "max_abs_err"))),
     ]
@@ -136,6 +174,12 @@ def _flag_line(flag) -> str:
 def print_report(claims: dict, result: dict, device: str, json_path: Path, files: dict) -> None:
     claimed = claims.get("claimed") or {}
     versions = result.get("versions") or {}
+    device_check = (result.get("checks") or {}).get("device")
+    if isinstance(device_check, dict) and device_check.get("needs_cuda"):
+        # Nothing ran: one message, no table of dashes nor a "correct" line to contradict it.
+        print(f"Verdict: ERROR  (device: {device}): {result.get('error')}")
+        print(f"\nFull result: {json_path}")
+        return
     print(f"Verdict: {str(result.get('verdict')).upper()}  (device: {device})")
     if result.get("error"):
         print(f"Error: {result['error']}")
@@ -184,9 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.unlink(missing_ok=True)  # never report a stale result from an earlier run
     files = check_files(HERE)
-    print(f"Running the harness on {device} (building the kernel can take a few minutes)...", flush=True)
-    command = harness_command(HERE, claims, device, args.seeds, json_path, harness_extra)
-    result = run_harness(command, HERE, json_path, args.timeout, args.verbose)
+    result = cpu_run_refused(HERE, claims, device)
+    if result is None:
+        print(f"Running the harness on {device} (building the kernel can take a few minutes)...", flush=True)
+        command = harness_command(HERE, claims, device, args.seeds, json_path, harness_extra)
+        result = run_harness(command, HERE, json_path, args.timeout, args.verbose)
     result["claims"] = claims
     result["bundle"] = files
     json_path.write_text(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")

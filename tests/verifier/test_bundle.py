@@ -338,3 +338,48 @@ def test_worker_unpacks_only_the_bundles_own_names(tmp_path):
         with pytest.raises(ValueError, match="unexpected file name"):
             unpack_bundle(buffer.getvalue(), tmp_path / "bad")
         assert not (tmp_path / "escape.py").exists()
+
+
+# A CUDA kernel: a __global__ function the CPU cannot run (the judge's static_scan.needs_cuda rule).
+CUDA_KERNEL = HONEST_KERNEL.replace(
+    "#include <torch/extension.h>\n",
+    "#include <torch/extension.h>\n\n"
+    "__global__ void relu_scale_kernel(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x]; }\n",
+)
+
+
+def test_a_cuda_kernel_on_the_cpu_gets_one_message_and_no_contradiction(tmp_path):
+    """`verify.py --device cpu` on CUDA code: verdict error, one line saying it needs a CUDA device
+    and what was found here, and no "correct: False" that would read as a failed kernel."""
+    bundle = build_bundle(kernel=kernel(CUDA_KERNEL, name="relu_scale_cuda"), task=TASK, claimed=CLAIMED,
+                          verifier_dir=VERIFIER_DIR)
+    completed, result = run_verify(bundle, tmp_path / "cuda_on_cpu")
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    lines = completed.stdout.splitlines()
+    verdicts = [line for line in lines if line.startswith("Verdict:")]
+    assert len(verdicts) == 1 and verdicts[0].startswith("Verdict: ERROR  (device: cpu): this kernel needs a CUDA "
+                                                         "device: kernel.cu contains CUDA device code")
+    found = result["checks"]["device"]["found"]
+    assert found in verdicts[0] and ("CPU-only build" in found or "sees no CUDA device" in found
+                                     or "--device cpu was given" in found)
+    assert not [line for line in lines if line.lstrip().lower().startswith("correct")], completed.stdout
+    assert "False" not in completed.stdout and "Running the harness" not in completed.stdout
+    assert result["verdict"] == "error" and result["error"].startswith("this kernel needs a CUDA device")
+    assert result["checks"]["device"]["needs_cuda"] is True and result["bundle"]["files_intact"] is True
+
+
+def test_a_cpp_kernel_on_the_cpu_is_not_refused(tmp_path):
+    """The refusal is for CUDA code only: the plain C++ kernel still reaches the judge (here a stub)."""
+    bundle = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, verifier_dir=stub_verifier(tmp_path))
+    completed, result = run_verify(bundle, tmp_path / "cpp_on_cpu")
+    assert completed.returncode == 0 and result["verdict"] == "passed", completed.stdout + completed.stderr
+    assert "device" not in (result.get("checks") or {}) and "Running the harness on cpu" in completed.stdout
+
+
+def test_no_verdict_is_never_printed_as_incorrect():
+    from verifier.bundle_script import comparison_rows
+
+    def correct(verdict):
+        return dict((label, measured) for label, _, measured in comparison_rows({}, {"verdict": verdict}))["correct"]
+
+    assert (correct("passed"), correct("failed"), correct("error")) == ("True", "False", "- (no verdict)")
