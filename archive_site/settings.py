@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "kernels",
     "search",
     "evaluator",
+    "submissions",
     "archive_site.apps.ArchiveSiteConfig",
 ]
 
@@ -222,6 +223,11 @@ CONTRIBUTION_MAX_MB = env.integer("ARCHIVE_CONTRIBUTION_MAX_MB", 16)
 CONTRIBUTION_MAX_RECORDS = env.integer("ARCHIVE_CONTRIBUTION_MAX_RECORDS", 1000)
 CONTRIBUTION_MAX_RECORD_KB = env.integer("ARCHIVE_CONTRIBUTION_MAX_RECORD_KB", 1024)
 CONTRIBUTION_DAILY_RECORDS = env.integer("ARCHIVE_CONTRIBUTION_DAILY_RECORDS", 2000)
+# Submissions (submissions/, docs/submissions.md): per user, kernels a rolling 24 hours and
+# runs queued or running at once (the worker's time is the product), and one kernel's size.
+SUBMISSIONS_PER_DAY = env.integer("ARCHIVE_SUBMISSIONS_PER_DAY", 20)
+SUBMISSIONS_OPEN = env.integer("ARCHIVE_SUBMISSIONS_OPEN", 3)
+SUBMISSION_MAX_KB = env.integer("ARCHIVE_SUBMISSION_MAX_KB", 256)
 
 REST_FRAMEWORK = {
     # The OpenAPI schema: the one error shape on every operation, the lock only where auth is required.

@@ -11,6 +11,7 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import UserRateThrottle
 
 from kernels.models import Kernel, Verification
+from kernels.selectors import of_published_kernels, published
 from kernels.serializers import VerificationSerializer
 from web.api_errors import ApiError
 
@@ -53,9 +54,10 @@ class UploadSerializer(serializers.Serializer):
 @api_view(["GET"])
 @permission_classes([permissions.AllowAny])
 def kernel_bundle(request, kernel_id: int):
-    """The verification bundle of a kernel (the very files the worker runs). Throttled per client
-    with every other download by archive_site.security.DownloadThrottleMiddleware."""
-    return bundle_download_response(get_object_or_404(Kernel.objects.select_related("task"), id=kernel_id))
+    """The verification bundle of a kernel (the very files the worker runs); 404 for a submission
+    no trusted run has passed (kernels.selectors.published). Throttled per client with every other
+    download by archive_site.security.DownloadThrottleMiddleware."""
+    return bundle_download_response(get_object_or_404(published(Kernel.objects.select_related("task")), id=kernel_id))
 
 
 @extend_schema(request=None, responses={202: VerificationSerializer, 200: VerificationSerializer})
@@ -64,7 +66,7 @@ def kernel_bundle(request, kernel_id: int):
 @throttle_classes([ReverifyThrottle])
 def kernel_reverify(request, kernel_id: int):
     """Queue a re-verification (or return the run already queued or running for this kernel)."""
-    kernel = get_object_or_404(Kernel, id=kernel_id)
+    kernel = get_object_or_404(published(Kernel.objects.all()), id=kernel_id)  # unpublished: as if missing
     verification, created = services.verification_request(kernel=kernel, user=request.user)
     code = status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK
     return Response(VerificationSerializer(verification).data, status=code)
@@ -74,8 +76,10 @@ def kernel_reverify(request, kernel_id: int):
 @api_view(["GET"])
 @permission_classes([permissions.AllowAny])
 def verification_detail(request, verification_id: int):
-    """One verification, to follow it from queued to its result."""
-    return Response(VerificationSerializer(get_object_or_404(Verification, id=verification_id)).data)
+    """One verification, to follow it from queued to its result; 404 while its kernel is an
+    unpublished submission."""
+    return Response(VerificationSerializer(
+        get_object_or_404(of_published_kernels(Verification.objects.all()), id=verification_id)).data)
 
 
 @extend_schema(request=None, responses={200: OpenApiResponse(description="{challenge, expires_in_s, sign_with}")})

@@ -1,10 +1,12 @@
 """Reads of the evaluator's pages that are not verifications (those are kernels.selectors')."""
 from kernels.models import Profile
+from kernels.selectors import of_published_kernels
 
 
 def kernel_gpu_binary(kernel_id: int) -> Profile | None:
-    """The kernel's GPU binary listing (what the worker's build ran), or None."""
-    return (Profile.objects.filter(kernel_id=kernel_id, kind=Profile.Kind.GPU_BINARY)
+    """The kernel's GPU binary listing (what the worker's build ran), or None; None too while
+    the kernel is an unpublished submission (the listing is its code, compiled)."""
+    return (of_published_kernels(Profile.objects.filter(kernel_id=kernel_id, kind=Profile.Kind.GPU_BINARY))
             .order_by("-created_at", "-id").first())
 
 

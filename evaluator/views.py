@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from kernels.models import Kernel, VerifierKey
+from kernels.selectors import published
 from web.throttles import throttled_page
 
 from . import selectors, services
@@ -20,7 +21,9 @@ from .verifier_keys import KeyRefused, verifier_key_register
 
 
 def kernel_bundle_page(request, kernel_id: int):
-    return bundle_download_response(get_object_or_404(Kernel.objects.select_related("task"), id=kernel_id))
+    # An unpublished submission's bundle (its code) is a 404 for everyone, its submitter too
+    # (docs/submissions.md: they read the code on their submission's page).
+    return bundle_download_response(get_object_or_404(published(Kernel.objects.select_related("task")), id=kernel_id))
 
 
 def kernel_gpu_binary_text(request, kernel_id: int):
@@ -36,7 +39,7 @@ def kernel_gpu_binary_text(request, kernel_id: int):
 @login_required
 @require_POST
 def kernel_reverify_page(request, kernel_id: int):
-    kernel = get_object_or_404(Kernel, id=kernel_id)
+    kernel = get_object_or_404(published(Kernel.objects.all()), id=kernel_id)  # unpublished: as if missing
     if throttled := throttled_page(request, [ReverifyThrottle], "re-verification requests"):
         return throttled
     verification, _ = services.verification_request(kernel=kernel, user=request.user)

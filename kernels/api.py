@@ -124,5 +124,5 @@ class KernelVerifications(ApiView, generics.ListAPIView):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # drf-spectacular building the schema
             return Verification.objects.none()
-        kernel = get_object_or_404(Kernel.objects.only("id"), pk=self.kwargs["kernel_id"])
+        kernel = get_object_or_404(selectors.published(Kernel.objects.only("id")), pk=self.kwargs["kernel_id"])
         return selectors.kernel_verifications(kernel.id)

@@ -4,6 +4,7 @@ different versions of a task are not comparable. A fixed number of queries per p
 from django.db.models import Count, F
 
 from .models import Claim, TaskVersion
+from .selectors import of_published_kernels
 
 # Columns of a claim row: the claim, its version, and the kernel's re-measured state (never the code).
 CLAIM_ROW_FIELDS = (
@@ -25,14 +26,14 @@ def task_versions(task):
 
 def claim_sources_and_gpus(task) -> tuple[list[str], list[str]]:
     """The filter menus: every source and GPU that claims something for the task (one query)."""
-    pairs = set(Claim.objects.filter(task_version__task=task).values_list("source_archive", "hardware").distinct())
+    pairs = set(_published_claims(task).values_list("source_archive", "hardware").distinct())
     return sorted({source for source, _ in pairs}), sorted({gpu for _, gpu in pairs if gpu})
 
 
 def task_claims(task, *, baseline: str, source: str = "", gpu: str = "", version: int | None = None) -> list:
     """The task's claims, filtered, grouped by version (oldest first) and, within a version, best
     first by the speedup against `baseline` (claims without one last)."""
-    claims = Claim.objects.filter(task_version__task=task)
+    claims = _published_claims(task)
     if source:
         claims = claims.filter(source_archive=source)
     if gpu:
@@ -42,3 +43,9 @@ def task_claims(task, *, baseline: str, source: str = "", gpu: str = "", version
     metric = F(Claim.speedup_field(baseline))
     return list(claims.select_related("task_version", "kernel").only(*CLAIM_ROW_FIELDS)
                 .order_by("task_version__number", F("claimed_correct").desc(), metric.desc(nulls_last=True), "id"))
+
+
+def _published_claims(task):
+    """The task's claims of kernels anyone may see: none of a submission no trusted run has
+    passed (kernels.selectors.published), whose claim the import's service wrote too."""
+    return of_published_kernels(Claim.objects.filter(task_version__task=task))

@@ -23,7 +23,7 @@ from django.urls import reverse
 from .claims_query import ClaimsListQuery
 from .models import FINISHED_STATUSES, TRUSTED_ORIGINS, Claim, Kernel, Task
 from .page_cache import archive_version, cache_is_shared
-from .selectors import kernel_list_rows
+from .selectors import kernel_list_rows, published
 from .verdicts import flag_kind, flag_meaning
 
 # Both speedups are against PyTorch eager: the only baseline every source and the harness share.
@@ -83,10 +83,11 @@ def kernel_url(kernel_id: int) -> str:
 
 def claim_rows() -> list[ClaimRow]:
     """One row per claim (kernel, source, GPU), each with its kernel's trusted state and the
-    outcomes it counts under."""
+    outcomes it counts under. Only of published kernels (kernels.selectors.published): a claim of
+    a submission no trusted run has passed is left out with its kernel, in every count and list."""
     states, own_claims = {}, {}
     for (kernel_id, name, level, number, source, hardware, claimed, verdict, flags, suspected, remeasured,
-         origin, status, gpu_name, device) in Kernel.objects.order_by().values_list(
+         origin, status, gpu_name, device) in published(Kernel.objects.order_by()).values_list(
             "id", "name", "task__level", "task__task_number", "source_archive", "hardware", "claimed_speedup_native",
             "verdict", "verdict_flags", "suspected", "remeasured_speedup_eager", "latest_verification__origin",
             "latest_verification__status", "latest_verification__gpu_name", "latest_verification__device"):
@@ -234,9 +235,9 @@ def weak_tasks() -> list[dict]:
     """Tasks whose check is weak: findings stored on the task (Task.flags: near-zero or
     input-insensitive output...), or a kernel's trusted pass that carries weak_task_pass."""
     passes: dict[int, list[dict]] = {}
-    candidates = (Kernel.objects.filter(verdict="passed", latest_verification__origin__in=TRUSTED_ORIGINS,
-                                        latest_verification__status__in=FINISHED_STATUSES,
-                                        latest_verification__flags__icontains="weak_task_pass")
+    candidates = (published(Kernel.objects.filter(
+        verdict="passed", latest_verification__origin__in=TRUSTED_ORIGINS,
+        latest_verification__status__in=FINISHED_STATUSES, latest_verification__flags__icontains="weak_task_pass"))
                   .order_by("id").values_list("id", "name", "task_id", "latest_verification__flags"))
     for kernel_id, name, task_id, flags in candidates:  # the text match only narrows: read the flag itself
         flag = next((f for f in flags or [] if isinstance(f, dict) and f.get("name") == "weak_task_pass"), None)

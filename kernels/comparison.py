@@ -16,6 +16,7 @@ from .diffing import CodeDiff, code_diff
 from .highlight import kernel_lexer
 from .models import Kernel, Profile
 from .ncu_compare import ncu_comparison
+from .selectors import published
 
 DIFF_LAYOUTS = ("split", "unified")
 MAX_CHOICES = 300  # kernels of the task offered in the menus; any other is reachable by id
@@ -33,7 +34,7 @@ class Comparison:
 def task_kernel_menu(kernel: Kernel) -> list[tuple[int, str, bool]]:
     """(id, name, has an NCU profile) of the task's other kernels, for both menus: one query."""
     has_ncu = Exists(Profile.objects.filter(kernel_id=OuterRef("pk"), kind=Profile.Kind.NCU))
-    return list(Kernel.objects.filter(task_id=kernel.task_id).exclude(id=kernel.id).order_by("name", "id")
+    return list(published(Kernel.objects.filter(task_id=kernel.task_id)).exclude(id=kernel.id).order_by("name", "id")
                 .annotate(has_ncu=has_ncu).values_list("id", "name", "has_ncu")[:MAX_CHOICES])
 
 
@@ -84,7 +85,8 @@ def _other_kernel(kernel: Kernel, best: Kernel | None, target: str):
         return (kernel.parent, "parent") if kernel.parent is not None else ("This kernel has no parent.", "")
     if not (target.isascii() and target.isdigit()) or len(target) > 18:
         return f"compare must be best, parent, reference or a kernel id, not {target[:40]!r}.", ""
-    other = Kernel.objects.filter(id=int(target)).only("id", "name", "kind", "code").first()
+    # An unpublished submission (kernels.selectors.published) is "no kernel", its code never diffed.
+    other = published(Kernel.objects.filter(id=int(target))).only("id", "name", "kind", "code").first()
     if other is None:
         return f"There is no kernel #{int(target)} in the archive.", ""
     if other.id == kernel.id:
@@ -117,7 +119,7 @@ def profile_comparison(kernel: Kernel, ncu_profiles: list[Profile], params, menu
     if not (requested.isascii() and requested.isdigit()) or len(requested) > 18:
         view["problem"] = f"ncu_with must be a kernel id, not {requested[:40]!r}."
         return view
-    other = Kernel.objects.filter(id=int(requested)).only("id", "name").first()
+    other = published(Kernel.objects.filter(id=int(requested))).only("id", "name").first()
     profile = ncu_profile_of(int(requested)) if other else None
     if other is None or profile is None:
         view["problem"] = (f"There is no kernel #{int(requested)} in the archive." if other is None

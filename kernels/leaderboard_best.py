@@ -10,7 +10,7 @@ from django.db.models.functions import Coalesce
 from . import ranking
 from .leaderboard_query import LeaderboardQuery
 from .models import Kernel, Task, TaskVersion
-from .selectors import LIST_ORDER, NON_NULL_ORDER, SORT_METRIC_FIELDS, filter_kernels
+from .selectors import LIST_ORDER, NON_NULL_ORDER, SORT_METRIC_FIELDS, filter_kernels, published
 
 
 class BestRow(NamedTuple):
@@ -65,7 +65,8 @@ def best_kernel_rows(query: LeaderboardQuery) -> list[BestRow]:
                              .values_list("pk", no_number, "best_id", "level", "task_number", no_number))
     parts = [tasks_without_version.order_by()]
     if not has_kernel_filters(query):
-        empty = tasks.filter(~Exists(Kernel.objects.filter(task=OuterRef("pk"))))
+        # "no kernel" as anyone sees it: a task holding only an unpublished submission is listed empty
+        empty = tasks.filter(~Exists(published(Kernel.objects.filter(task=OuterRef("pk")))))
         parts.append(empty.order_by().values_list("pk", no_number, no_number, "level", "task_number", no_number))
     # No ORDER BY inside a UNION (SQLite refuses it): the models' default orders are cleared.
     return [BestRow(*row) for row in versions.order_by().union(*parts, all=True)]

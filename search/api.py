@@ -6,6 +6,7 @@ from rest_framework.decorators import api_view, renderer_classes, throttle_class
 from rest_framework.response import Response
 
 from kernels.models import Kernel
+from kernels.selectors import published
 from web.api_errors import ApiError, form_errors
 from web.renderers import EscapedJSONRenderer
 from web.throttles import SEARCH_THROTTLES
@@ -53,7 +54,7 @@ def search(request):
 def related(request, kernel_id: int):
     """The kernels nearest to this one by embedding (cosine similarity), exact copies folded;
     empty until the index has embedded it."""
-    get_object_or_404(Kernel.objects.only("id"), pk=kernel_id)
+    get_object_or_404(published(Kernel.objects.only("id")), pk=kernel_id)  # an unpublished submission: 404
     try:
         k = min(max(int(request.GET.get("k", 10)), 1), 50)
     except ValueError:

@@ -71,7 +71,8 @@ def search_page(*, query: str, mode: str = SearchMode.AUTO, level: int | None = 
     for a page past the last."""
     query = query.strip()
     ran = resolve_mode(query, mode)
-    kernels = _filtered(level=level, correct_only=correct_only, technique=technique)
+    kernels = selectors.filter_kernels(Kernel.objects.all(), level=level, correct_only=correct_only,
+                                       technique=technique)
     notices = []
     if ran in (SearchMode.EXACT, SearchMode.REGEX):
         pattern = exact_pattern(query) if ran == SearchMode.EXACT else regex_pattern(query)
@@ -86,17 +87,6 @@ def search_page(*, query: str, mode: str = SearchMode.AUTO, level: int | None = 
             notices.append(matched.notice)
         return _ids_page(ran, pattern, matched.counts, sort, page, page_size, notices)
     return _meaning_page(query, level, correct_only, technique, sort, page, page_size, notices)
-
-
-def _filtered(*, level, correct_only, technique):
-    kernels = Kernel.objects.all()
-    if level:
-        kernels = kernels.filter(task__level=level)
-    if correct_only:
-        kernels = kernels.filter(claimed_correct=True)
-    if technique:
-        kernels = kernels.filter(technique_tags__contains=f",{technique},")
-    return kernels
 
 
 # Best speedup and runtime as the leaderboard reads them: re-measured for verified kernels, else

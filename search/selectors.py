@@ -8,6 +8,7 @@ from django.db.models import Count, Max, OuterRef, Subquery
 
 from kernels.models import Kernel, Verification
 from kernels.page_cache import archive_version, cache_is_shared
+from kernels.selectors import of_published_kernels, published
 from kernels.techniques import TECHNIQUES, decode_tags
 
 from . import storage
@@ -37,14 +38,24 @@ def technique_choices() -> list[tuple[str, str]]:
     return [(tag, label_) for tag, (label_, _) in TECHNIQUES.items()]
 
 
-def _kernels_for(ids, *, level=None, correct_only=False, technique=None) -> dict[int, Kernel]:
-    kernels = Kernel.objects.filter(id__in=ids).select_related("task").only(*HIT_FIELDS)
+def filter_kernels(kernels, *, level=None, correct_only=False, technique=None):
+    """`kernels` (a Kernel queryset) narrowed to the published ones (kernels.selectors.published:
+    never a submission no trusted run has passed, though a full build_index embeds it) and by the
+    search filters: task level, kernels marked correct only, a technique tag. Meaning search,
+    related kernels and code search (search/results.py) share it."""
+    kernels = published(kernels)
     if level:
         kernels = kernels.filter(task__level=level)
     if correct_only:
         kernels = kernels.filter(claimed_correct=True)
     if technique:
         kernels = kernels.filter(technique_tags__contains=f",{technique},")
+    return kernels
+
+
+def _kernels_for(ids, *, level=None, correct_only=False, technique=None) -> dict[int, Kernel]:
+    kernels = Kernel.objects.filter(id__in=ids).select_related("task").only(*HIT_FIELDS)
+    kernels = filter_kernels(kernels, level=level, correct_only=correct_only, technique=technique)
     return {kernel.id: kernel for kernel in kernels}
 
 
@@ -155,8 +166,8 @@ def map_points(*, highlight_ids=()) -> dict:
     """Columns for the map (plotly takes arrays): one entry per kernel with a map point."""
     latest_status = Verification.objects.filter(kernel_id=OuterRef("kernel_id")).order_by(
         "-created_at", "-id").values("status")[:1]
-    rows = (
-        MapPoint.objects.order_by("kernel_id")
+    rows = (  # a full build_map places unpublished submissions too: left out here, until published
+        of_published_kernels(MapPoint.objects.order_by("kernel_id"))
         .annotate(verification=Subquery(latest_status))
         .values_list("kernel_id", "x", "y", "kernel__name", "kernel__task__level", "kernel__task__task_number",
                      "kernel__task__op_name", "kernel__claimed_speedup_native", "kernel__claimed_correct",

@@ -111,7 +111,10 @@ def test_the_schema_documents_the_error_shape_and_locks_only_what_needs_auth(cli
     assert "ApiError" in schema["components"]["schemas"]
     needs_auth = {("post", "/api/imports/"), ("post", "/api/kernels/{kernel_id}/reverify/"),
                   ("post", "/api/verifications/contribute/"), ("post", "/api/verifier-keys/"),
-                  ("get", "/api/verifier-keys/challenge/")}
+                  ("get", "/api/verifier-keys/challenge/"),
+                  # a researcher's own submissions (submissions/): nothing of them is public
+                  ("get", "/api/submissions/"), ("post", "/api/submissions/"),
+                  ("get", "/api/submissions/{submission_id}/")}
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
             where = f"{method.upper()} {path}"

@@ -24,6 +24,7 @@ ERROR_DESCRIPTIONS = {
 PARAMETER_DESCRIPTIONS = {
     "kernel_id": "the kernel's id (as in /kernels/<id>/)",
     "verification_id": "the verification's id (as returned when it was queued)",
+    "submission_id": "your submission's id (as in /submissions/<id>/)",
     "level": "KernelBench level (1, 2, 3)",
     "task_number": "the task's number within its level",
     "format": "json or yaml (default: by the Accept header)",
