@@ -190,5 +190,6 @@ def compile_shared_note(timings) -> str:
         parts.append("%.0f min before this run" % (age / 60))
     then, now = _number(shared.get("eager_median_ms_then")), _number(shared.get("eager_median_ms_now"))
     if drift is not None and then is not None and now is not None:
-        parts.append("the eager reference %.4g ms beside it, %.4g ms beside this kernel (%+.1f %%)" % (then, now, 100 * drift))
+        percent = round(100 * drift, 1) + 0.0  # no "-0.0": PostgreSQL's jsonb keeps no negative zero
+        parts.append("the eager reference %.4g ms beside it, %.4g ms beside this kernel (%+.1f %%)" % (then, now, percent))
     return ", ".join(parts)

@@ -40,7 +40,9 @@ def test_each_compile_figure_says_where_it_came_from(client, sample_path):
         page = _page(client, record)
         drift = compiled[id(record)]["shared"]["eager_drift"]
         assert 'id="compile-shared"' in page and "shared: timed once on this host for this task" in page
-        assert "(%+.1f %%)" % (100 * drift) in page
+        shared = compiled[id(record)]["shared"]
+        assert "%.4g ms beside it, %.4g ms beside this kernel (%+.1f %%)" % (
+            shared["eager_median_ms_then"], shared["eager_median_ms_now"], round(100 * drift, 1) + 0.0) in page
     for record in timed_here:
         assert 'id="compile-shared"' not in _page(client, record)
     for record in skipped:
