@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a 2-GPU host that goes on with the full-sample worker campaign and measures the
-# harness's timing quality (docs/worker.md and docs/harness.md, "Measured on an H200"):
+# harness's timing quality (docs/worker.md and docs/h200_runs.md, "Measured on an H200"):
 #   1. at once: timing quality on GPU 0 (cores 0-5; TQ_ROUNDS rounds of each harness variant in
 #      its own process, plus KernelBench's way), and the worker on GPU 1 (the other cores) on
 #      the kernels with no finished run, stopped gracefully after ALONGSIDE_S seconds;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU time vs end to end on the H200, in one call (docs/harness.md, "Harness 2.1.0 on the H200"):
+# GPU time vs end to end on the H200, in one call (docs/h200_runs.md, "Harness 2.1.0 on the H200"):
 # the same kernel in PROCESSES separate judge processes, for one honest kernel per demo-archive
 # task and the sample's level 1/2/3 task-1 kernels (bench/bench_timing_repro.py), JOBS at a time
 # sharing the GPU through the device lock (each timing loop alone on it).

@@ -4,7 +4,7 @@
 # on a quiet host, then with a busy loop on each of the two timing CPUs (KB_TIMING_CPUS=0,1), so
 # the judge and its runner share their cores as on a loaded worker host. Harness 2.5.0 keeps
 # timing a kernel whose median unaccounted time is over its allowance while the median's 95 %
-# lower bound is not (docs/harness.md, "More rounds before a timing_unaccounted failure"); this
+# lower bound is not (docs/h200_runs.md, "More rounds before a timing_unaccounted failure"); this
 # shows how often that happens and what the verdicts are (2.5.1 also stops adding rounds after 60 s).
 #
 #   OUT=dir [ONLY=name,name] bash scripts/gpu_timing_under_load.sh [SECONDS_PER_PASS]

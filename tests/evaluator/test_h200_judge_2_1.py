@@ -1,6 +1,6 @@
 """The judge 2.1.0 on the H200 (issue #16): the shared sample's rows re-verified, the signed
 records made from them, and the same kernels timed in separate processes on a loaded host
-(docs/harness.md, "The judge 2.1.0 on the H200: the shared sample, and timing on a loaded
+(docs/h200_runs.md, "The judge 2.1.0 on the H200: the shared sample, and timing on a loaded
 host"). The fixtures record what happened, misses included."""
 import json
 import re
@@ -175,7 +175,7 @@ def test_the_signed_records_load_and_the_judge_2_1_runs_are_the_latest_unless_re
         latest_versions[expected] = latest_versions.get(expected, 0) + 1
     assert latest_versions == {"2.4.1": 56}
     # The worker's runs gave the judge 2.1.0's verdicts but for two kernels the second 2.4.1 call
-    # failed on timing_unaccounted (docs/harness.md, "Harness 2.4.1 through the worker";
+    # failed on timing_unaccounted (docs/h200_runs.md, "Harness 2.4.1 through the worker";
     # test_h200_worker_sample_2_4_1_b.py).
     assert changed == {"block_size_optimized_base": ("passed", "2.4.1", "failed"),
                        "stream_pipeline_base": ("passed", "2.4.1", "failed")}

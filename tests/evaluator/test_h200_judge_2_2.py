@@ -1,6 +1,6 @@
 """The judge 2.2.0 on the H200 (issue #16): the 46 rows of the shared sample the judge 2.1.0
 calls had not reached, re-verified in one call; the signed records made from them; the same
-kernels timed in separate processes beside that run (docs/harness.md, "The judge 2.2.0 on the
+kernels timed in separate processes beside that run (docs/h200_runs.md, "The judge 2.2.0 on the
 H200: the rest of the shared sample"). The fixtures record what happened, misses included."""
 import json
 import re
@@ -193,7 +193,7 @@ def test_the_signed_records_load_and_the_judge_2_2_runs_are_the_latest_unless_re
         latest_versions[expected] = latest_versions.get(expected, 0) + 1
     assert latest_versions == {"2.4.1": 46}
     # The worker's runs gave the judge 2.2.0's verdicts but for one kernel that 2.2.0 failed on
-    # timing_unaccounted and 2.4.1 passed (docs/harness.md, "Harness 2.4.1 through the worker").
+    # timing_unaccounted and 2.4.1 passed (docs/h200_runs.md, "Harness 2.4.1 through the worker").
     assert changed == {"load_balanced_tile_allocation_base": ("failed", "2.4.1", "passed")}
     # The kernel page's badge names the latest run on the H200: harness 2.4.1, from the worker's
     # first 2.4.1 call (atomic_k_split_base) or its second (warp_shfl_matmul_base, which 2.4.0

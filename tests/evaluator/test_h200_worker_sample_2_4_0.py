@@ -1,4 +1,4 @@
-"""Harness 2.4.0 through the site's GPU worker on the H200 (docs/harness.md, "The shipped 2.4.0
+"""Harness 2.4.0 through the site's GPU worker on the H200 (docs/h200_runs.md, "The shipped 2.4.0
 through the worker: 86 of the sample's 102 rows"): the full documents read from the worker's
 database (tests/fixtures/h200/sample_worker_2_4_0.json, scripts/h200_worker_sample_fixture.py),
 the signed records made from them, and those runs being what the kernels' pages showed until the

@@ -1,4 +1,4 @@
-"""Harness 2.4.1 through the site's GPU worker on the H200 (docs/harness.md, "Harness 2.4.1
+"""Harness 2.4.1 through the site's GPU worker on the H200 (docs/h200_runs.md, "Harness 2.4.1
 through the worker"): the full documents of its 42 runs read from the worker's database
 (tests/fixtures/h200/sample_worker_2_4_1.json, scripts/h200_worker_sample_fixture.py), the
 signed records made from them, and those runs being what the kernels' pages show."""

@@ -1,4 +1,4 @@
-"""Harness 2.4.1 through the site's GPU worker on the H200, the second call (docs/harness.md,
+"""Harness 2.4.1 through the site's GPU worker on the H200, the second call (docs/h200_runs.md,
 "Harness 2.4.1 through the worker"): the full documents of its 60 runs, the sample's rows the
 first call (test_h200_worker_sample_2_4_1.py) had not queued, read from the worker's database
 (tests/fixtures/h200/sample_worker_2_4_1_b.json, scripts/h200_worker_sample_fixture.py); the

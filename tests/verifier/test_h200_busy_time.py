@@ -1,4 +1,4 @@
-"""Harness 2.4.0's GPU time on the H200 (issue #16; docs/harness.md, "Harness 2.4.0 on the H200"):
+"""Harness 2.4.0's GPU time on the H200 (issue #16; docs/h200_runs.md, "Harness 2.4.0 on the H200"):
 why microsecond kernels' event times moved between processes, the busy time that replaced them,
 a kernel over 30 processes and the cheat suite's timed entries, as the fixture recorded them,
 misses included."""

@@ -1,5 +1,5 @@
 """Harnesses 2.5.0 and 2.5.1 on the H200 (tests/fixtures/h200/judge_2_5_0_timing.json and
-judge_2_5_1_timing.json, docs/harness.md, "More rounds before a timing_unaccounted failure"): the
+judge_2_5_1_timing.json, docs/h200_runs.md, "More rounds before a timing_unaccounted failure"): the
 whole CUDA cheat suite, the honest timed kernels on a quiet host and with their timing CPUs
 loaded, and 60 sample rows through the site's worker. Each figure the report gives is recomputed
 from the rounds it kept, with the shipped functions."""

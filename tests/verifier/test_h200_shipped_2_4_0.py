@@ -1,4 +1,4 @@
-"""The shipped harness 2.4.0 on the H200 (issue #16; docs/harness.md, "The shipped 2.4.0 on the
+"""The shipped harness 2.4.0 on the H200 (issue #16; docs/h200_runs.md, "The shipped 2.4.0 on the
 H200", and docs/worker.md, "A warm build cache"): the shared sample's task-1 kernels over 5
 processes, the cheat suite's timed entries, when ncu's own lock holds a process back, and the
 worker with its builds done first, as the fixture recorded them."""

@@ -169,7 +169,7 @@ def test_waiting_for_the_device_is_not_spent_from_the_budget():
     assert budget.spent() == pytest.approx(20) and budget.remaining() == pytest.approx(70)
 
 
-# Harness 2.7.0 on the H200 (docs/harness.md, "H200 results"): three calls of
+# Harness 2.7.0 on the H200 (docs/h200_runs.md): three calls of
 # scripts/gpu_budget_check.sh, the last with the harness as shipped.
 H200 = json.loads((H200_FIXTURES / "judge_2_7_0_budget.json").read_text())
 

@@ -190,7 +190,7 @@ def test_profiling_a_batch_changes_nothing_the_runners_snapshots_watch():
 
 
 def test_h200_kernel_time_reproduces_for_a_kernel_that_waits_and_gpu_time_for_one_over_16_processes():
-    """tests/fixtures/h200/kernel_time_2_3_0.json (docs/harness.md, "Harness 2.3.0 on the H200")."""
+    """tests/fixtures/h200/kernel_time_2_3_0.json (docs/h200_runs.md, "Harness 2.3.0 on the H200")."""
     data = json.loads((H200_FIXTURES / "kernel_time_2_3_0.json").read_text())
     assert data["versions"]["harness"] == "2.3.0" and data["versions"]["gpu"] == "NVIDIA H200"
 

@@ -206,7 +206,7 @@ def test_h200_gpu_time_speedups_reproduce_across_processes_where_end_to_end_ones
 
 
 def test_h200_five_processes_each_on_a_quiet_host_with_the_judge_2_2_1():
-    """Issue #16's acceptance run (docs/harness.md, "The same kernel in 5 processes on a quiet
+    """Issue #16's acceptance run (docs/h200_runs.md, "The same kernel in 5 processes on a quiet
     H200"): 8 kernels, 5 processes each, 4 judges at a time sharing the GPU through the device
     lock and nothing else on the host. Recomputed from the runs: which kernels stay within 3 %
     on GPU time, and that end to end spreads more wherever the host's launches show."""
