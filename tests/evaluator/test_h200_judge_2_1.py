@@ -107,7 +107,7 @@ def test_every_reached_row_has_a_judge_2_1_verdict_on_the_h200():
             assert "library_call_replaces_kernel" in blocking(doc), row["index"]
 
 
-def test_counts_by_level_as_docs_harness_md_gives_them():
+def test_counts_by_level_as_docs_h200_runs_md_gives_them():
     counts = {}
     for row in load("sample_judge_2_1.json")["rows"]:
         key = (row["level"], row["document"]["verdict"])

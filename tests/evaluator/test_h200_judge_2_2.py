@@ -50,7 +50,7 @@ def test_with_the_judge_2_1_rows_every_row_of_the_sample_has_a_judge_verdict():
     assert not earlier & later and earlier | later == set(range(102))
 
 
-def test_counts_and_failures_by_level_as_docs_harness_md_gives_them():
+def test_counts_and_failures_by_level_as_docs_h200_runs_md_gives_them():
     rows = load("sample_judge_2_2.json")["rows"]
     counts = {}
     for row in rows:

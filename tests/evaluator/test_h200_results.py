@@ -1,5 +1,5 @@
 """Real H200 runs of this session (torch 2.11, CUDA 13.0), parsed the way the site parses
-them. They record what the harness did on the GPU, misses included (docs/harness.md)."""
+them. They record what the harness did on the GPU, misses included (docs/h200_runs.md)."""
 import json
 from pathlib import Path
 

@@ -132,8 +132,8 @@ def test_judge_on_the_h200_caught_every_cuda_cheat_and_passed_every_honest_kerne
 
 
 def test_judge_cost_fixture_keeps_every_verdict_but_two_timing_false_alarms():
-    """bench/bench_judge_cost.py on an H200 (docs/harness.md, "Cost"): the same verdict under
-    1.2.0 and the judge for every kernel, but two honest ones the judge failed only on its
+    """bench/bench_judge_cost.py on an H200 (docs/h200_runs.md, "attacks, timed cheats and
+    cost"): the same verdict under 1.2.0 and the judge for every kernel, but two honest ones the judge failed only on its
     clock check at the 0.15 ms allowance that run had (raised to 0.5 ms after it)."""
     data = json.loads(JUDGE_COST.read_text())
     rows = data["rows"]

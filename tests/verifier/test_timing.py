@@ -186,7 +186,7 @@ def test_pinning_takes_the_reserved_cpus_when_the_host_has_them(monkeypatch):
 
 
 def test_h200_gpu_time_speedups_reproduce_across_processes_where_end_to_end_ones_do_not():
-    """The figures docs/harness.md quotes ("Harness 2.1.0 on the H200"), from
+    """The figures docs/h200_runs.md quotes ("Harness 2.1.0 on the H200"), from
     tests/fixtures/h200/timing_repro_gpu_time.json: 8 kernels, 3-4 processes each."""
     import json
     from pathlib import Path
