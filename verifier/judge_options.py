@@ -22,7 +22,7 @@ def parse(argv):
     p.add_argument("--time-budget", type=float, help="seconds of interleaved timing (default 10 cuda, 3 cpu)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     p.add_argument("--rse-target", type=float, help="stop timing when the relative standard error of every median "
-                   "is below this (default 0.01)")
+                   "on the ranking clock is below this (default 0.01)")
     p.add_argument("--start-delay-us", type=float, help="GPU: spin this long before each timed call's start event, "
                    "so the events time the device's work and not the host's launch (default 50)")
     p.add_argument("--runner-timeout", type=float, default=DEFAULT_RUNNER_TIMEOUT_S,

@@ -32,7 +32,7 @@ import math
 import sys
 
 RESULT_VERSION = 3
-HARNESS_VERSION = "2.8.0"
+HARNESS_VERSION = "2.9.0"
 VERDICTS = ("passed", "failed", "error")
 BUILD_VERDICT = "built"
 MAX_LOG_CHARS = 30000

@@ -141,7 +141,7 @@ class L2Flusher:
 
 
 DEFAULT_RSE_TARGET = 0.01
-# Measured on the H200 (docs/harness.md, timing quality): after the device-wide synchronize the
+# Measured on the H200 (docs/h200_runs.md, timing quality): after the device-wide synchronize the
 # stream is idle, so a start event recorded there fires at once and the events then time the
 # host's launch of the call too (Python, dispatch: ~10-20 us, varying with the process's CPU
 # placement and load) - a few percent of a 0.27 ms kernel, different in every process. A spin

@@ -182,6 +182,29 @@ def test_under_reported_gpu_time_is_caught_by_the_judges_clock(two_clocks):
     assert by_clock["end_to_end"]["median"] <= by_clock["end_to_end"]["allowance"]
 
 
+def test_timing_stops_on_the_ranking_clocks_spread_while_the_check_clock_stays_noisy(two_clocks):
+    # The runner's end-to-end figures jitter by +-20 % a call (a loaded host's dispatch): that clock's
+    # median would need ~350 calls to reach 1 %, ~30 s here. Only the GPU-time clock ranks, so its
+    # spread alone stops the rounds, long before the budget.
+    rng = random.Random(3)
+
+    def forge(clock, answer, outputs):
+        if clock == "host":  # the end-to-end caller on the CPU names its clock so
+            answer["ms"] = [ms * rng.uniform(0.8, 1.2) for ms in answer["ms"]]
+
+    runner = FakeRunner(lambda ins: Doubler()(*ins), forge)
+    model = Doubler()
+    t0 = time.perf_counter()
+    timings, _, info, flags, _ = judge_timing.time_candidate(
+        runner=runner, ref_model=model, ref_mod=Task, device="cpu", tol={"abs": 1e-2, "rel": 1e-3},
+        budget_s=30.0, compile_baseline=False, rse_target=None, start_delay_us=None, hold=NoHold())
+    assert not flags, flags
+    assert info["stop"].startswith("relative standard error of the median on the gpu_time clock"), info["stop"]
+    assert time.perf_counter() - t0 < 15
+    end_to_end = timings["candidate"]["end_to_end"]
+    assert end_to_end["rse"] > timing.DEFAULT_RSE_TARGET >= timings["candidate"]["rse"]
+
+
 def stalled_runner(stalled_rounds):
     """A runner whose host stalls 0.3 s (75 ms a call, over the CPU's 20 ms allowance) in the
     given GPU-time rounds (1 is the first; the two warm-up batches come before it)."""
