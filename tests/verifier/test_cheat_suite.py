@@ -269,3 +269,28 @@ def test_judge_2_2_1_on_the_h200_fresh_timing_inputs_and_a_forked_runner():
             assert unaccounted["median"] <= unaccounted["allowance"], name
     assert "timed_call_wrong_output" in {f["name"] for f in docs["attack_incremental_patch_py"]["flags"]}
     assert "cached_output" in {f["name"] for f in docs["attack_pointer_identity_py"]["flags"]}
+
+
+JUDGE_2_9_0_TIMED = ROOT / "tests" / "fixtures" / "h200" / "judge_2_9_0_timed_cheats.json"
+
+
+def test_every_timed_cheat_entry_keeps_its_verdict_when_timing_stops_on_the_ranking_clock():
+    """scripts/gpu_cheat_subset.sh with harness 2.9.0 over every manifest entry the judge times: each
+    as expected, and every honest kernel's rounds stopped on its ranking clock's spread while the
+    end-to-end clock of most was still far from the target (the rule 2.9.0 dropped would have timed
+    them to the budget)."""
+    data = json.loads(JUDGE_2_9_0_TIMED.read_text())
+    assert data["device"] == "cuda" and data["versions"]["harness"] == "2.9.0"
+    by_name = {e["name"]: e for e in ENTRIES}
+    docs = data["documents"]
+    assert set(docs) == {e["name"] for e in ENTRIES if e.get("timing") and "cuda" in e["devices"]}
+    still_noisy = 0
+    for name, doc in docs.items():
+        assert gpu_campaign.judge(by_name[name], doc)["ok"], name
+        if by_name[name].get("honest"):
+            timing, cand = doc["checks"]["timing"], doc["timings"]["candidate"]
+            assert timing["stop"].startswith(
+                "relative standard error of the median on the %s clock" % cand["clock"]), name
+            assert cand["rse"] <= timing["rse_target"], name
+            still_noisy += cand["end_to_end"]["rse"] > timing["rse_target"]
+    assert still_noisy >= 4
