@@ -32,6 +32,15 @@ def end_to_end_speedup(verification, reference="eager"):
 
 
 @register.filter
+def end_to_end_rse(verification, name="candidate"):
+    """The relative standard error of ``name``'s end-to-end median, or None. The rounds stop on the
+    ranked clock's spread (harness 2.9.0), so this figure can be the looser one and is shown."""
+    entry = (_doc(verification)["timings"] or {}).get(name)
+    e2e = entry.get("end_to_end") if isinstance(entry, dict) else None
+    return finite_number(e2e.get("rse")) if isinstance(e2e, dict) else None
+
+
+@register.filter
 def timing_clock(verification):
     """'GPU time', 'end to end' or 'host clock': what the ranked figures measure ('' if none)."""
     clock, _ = result_doc.timing_clock(_doc(verification))
