@@ -4,8 +4,7 @@
 # evaluator's documents (tests/fixtures/demo_archive/demo_harness_results.json) seed the work dir,
 # since they are what a careless publisher would have measured, not the harness's figures. Measured
 # anew: the harness's untimed check and timed run of every entry, ncu and torch.profiler profiles,
-# clang-tidy. Before that, scripts/gpu_ncu_lock_probe.py on the idle GPU (when ncu's own lock
-# between processes holds one back).
+# clang-tidy.
 #
 #   OUT=dir bash scripts/gpu_demo_rebuild.sh [LIMIT_S]
 #
@@ -14,7 +13,7 @@
 # timed runs, and beside them the profiles, share the GPU through one device-lock folder (each
 # timing loop and profiled window alone on it), timing on CPUs 0-1, everything else on the rest.
 # Writes to $OUT: demo_archive.jsonl, demo_harness_results.json and build_log.json (the files to
-# commit), ncu_lock.json, the logs.
+# commit) and the logs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to the results directory}
@@ -29,10 +28,6 @@ export PATH=$site/clang_tidy/data/bin:$PATH PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader > "$OUT/versions.txt"
 python3 -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' >> "$OUT/versions.txt"
 nproc >> "$OUT/versions.txt"
-
-# 0. ncu's lock between processes, on the idle GPU.
-timeout 100 python3 scripts/gpu_ncu_lock_probe.py --out "$OUT" > "$OUT/ncu_lock.log" 2>&1
-echo "ncu lock probe: exit $? at $SECONDS s"; tail -n 8 "$OUT/ncu_lock.log"
 
 # 1. The claims of the shipped build.
 python3 - "$work/state" <<'EOF' || exit 1

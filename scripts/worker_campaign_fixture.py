@@ -3,8 +3,9 @@ each call's bench_worker summary and runs, its CPU by kind of process (from its 
 from its database, every finished verification (verdict, flags, speedups and their clock, the
 judge's own GPU-lock report, the ncu profile's launches, the lint's outcome) beside the earlier
 fixtures' verdict of the same row (the last of them that has the row: name them oldest first);
-optionally scripts/gpu_ncu_cost_probe.py's ncu_cost.json and scripts/gpu_judge_cpu_probe.py's
-judge_cpu.json files. (Fixtures made before harness 2.4.1's CPU-jobs runs kept the CPU and the
+optionally the ncu_cost.json and judge_cpu.json files of two probes since removed
+(scripts/gpu_ncu_cost_probe.py, last in 4dfdf09; scripts/gpu_judge_cpu_probe.py, last in db83700:
+`git show SHA:scripts/NAME` brings one back). (Fixtures made before harness 2.4.1's CPU-jobs runs kept the CPU and the
 verifications of the last call only, at the top level.)
 
     python3 scripts/worker_campaign_fixture.py --call DIR [--call DIR ...] [--probe ncu_cost.json]

@@ -2,7 +2,7 @@
 
 On a host whose torch has Triton (every GPU host), ``torch.compile`` starts inductor's compile
 pool (one Python process per CPU, up to 32) before compiling, and the pool outlives the compile.
-On the H200 (16 cores, 2026-12-01, scripts/gpu_judge_cpu_probe.py) that failed every honest
+On the H200 (16 cores, 2026-12-01, the CPU probe docs/worker.md describes) that failed every honest
 kernel it judged: the runner's end found the judge's pool among the judge's children and
 reported it as the candidate's escaped processes; and the judge used 132 CPU s instead of 77.
 This CPU-only torch has no Triton, so its compile never warms the pool itself: the test warms it
