@@ -1,5 +1,5 @@
-"""Turn one run of bench/bench_timing_repro.py (its summary.json and documents/ folder, as
-scripts/gpu_issue16_sample.sh packs them in repro.tgz) into a fixture: per kernel its figures
+"""Turn one run of bench/bench_timing_repro.py (its summary.json and documents/ folder: $OUT/repro/
+of scripts/gpu_timing_check.sh) into a fixture: per kernel its figures
 in every process (bench_timing_repro.figures of each whole document) and their spread. A
 process whose document the judge finished writing but that the bench did not read back before
 the call's deadline stopped it is kept, marked ``read_by_bench: false``. No Django.
