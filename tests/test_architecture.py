@@ -8,6 +8,8 @@ function-local imports, relative imports and importlib.import_module("...") call
             kernels             (the base app: may import web and verifier only)
     web       verifier          (side by side, neither imports the other; web: HTTP plumbing,
                                  Django and DRF, no app; verifier: no Django at all, no app)
+    accounts                    (outside the layers: never imports submissions or archive_site;
+                                 no rule yet on who imports it, and nothing does)
 
 A test below writes a module with an upward import and shows the same checker reports it.
 """
