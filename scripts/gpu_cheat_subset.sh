@@ -3,9 +3,10 @@
 # touches one part of the GPU path (the whole suite is scripts/gpu_judge_check.sh). Phase A runs
 # the entries untimed, 8 at a time; phase B times the entries marked `timing`, one at a time.
 #
-#   OUT=dir ONLY=name,name [SECONDS] bash scripts/gpu_cheat_subset.sh
+#   OUT=dir ONLY=name,name bash scripts/gpu_cheat_subset.sh [SECONDS]
 #
-# Results (every judge document, summary.md) come back in $OUT.
+# SECONDS (default 300) bounds the campaign. Results (every judge document, summary.md) come back
+# in $OUT. scripts/README.md lists the other entry points.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to the results directory}
