@@ -38,6 +38,14 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _import_module_name(node):
+    """The literal name in an importlib.import_module("...") call, else None."""
+    if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return node.args[0].value
+    return None
+
+
 def imported_modules(path: Path, root: Path):
     """(line, module) for every import in the file, wherever it is written."""
     tree = ast.parse(path.read_text(), filename=str(path))
@@ -54,9 +62,8 @@ def imported_modules(path: Path, root: Path):
                 yield node.lineno, ".".join(base + ([node.module] if node.module else []))
             elif node.module:
                 yield node.lineno, node.module
-        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
-              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            yield node.lineno, node.args[0].value
+        elif _import_module_name(node):
+            yield node.lineno, _import_module_name(node)
 
 
 def upward_imports(root: Path) -> list[str]:
@@ -154,15 +161,34 @@ def test_the_owner_check_reports_a_foreign_write(tmp_path):
     assert foreign_writes(tmp_path) == ["evaluator/services.py:3 writes Profile (owned by kernels)"]
 
 
-# No import circles between modules, hidden in functions or not. The one allowed: an app's Huey
-# tasks call its services, and its services enqueue those tasks once a transaction commits.
+# The one kind of circle allowed: an app's Huey tasks call its services, and its services enqueue
+# those tasks once a transaction commits.
 ALLOWED_CIRCLES = [["evaluator.services", "evaluator.tasks"], ["search.services", "search.tasks"]]
-# The verifier is read too: sandbox.py and judge_server.py imported each other until the child
-# process's limits moved to verifier/process_limits.py, which both import (issue #36).
-CIRCLE_PACKAGES = ("kernels", "search", "evaluator", "submissions", "archive_site", "web", "accounts", "verifier")
+# Every package under a rule, the verifier included: sandbox.py and judge_server.py imported each
+# other until the child process's limits moved to verifier/process_limits.py, which both import
+# (issue #36).
+CIRCLE_PACKAGES = PACKAGES
 
 
 def _module_graph(root: Path, packages) -> dict:
+    """module -> the modules of `packages` it imports, for the circle check.
+
+    What counts, and why:
+    - The unit is the module: one .py file, a package being its __init__.py. A circle bites at
+      that grain (a module is half made while its own imports run) and a newcomer changes files.
+    - Every import in the file counts, wherever it is written: at module level, in a function or
+      class, under if/try (TYPE_CHECKING too), relative or absolute, and importlib.import_module
+      with a literal name. A function-local import hides a circle rather than removing it: the two
+      modules still need each other, neither can be changed or moved alone, and hoisting the
+      import turns it into an ImportError at start-up.
+    - `from pkg import name` is an import of the module pkg.name when there is one, else of pkg
+      itself (its __init__.py, where the name is defined); `from . import x` likewise.
+    - Not counted: the parent packages Python loads before any module (not a circle by itself:
+      an __init__.py that imports its own modules is fine until one of them takes a name from
+      it, and that import is counted); modules outside `packages` (the standard library, third
+      parties, tests/, scripts/); migrations, which Django writes; names in a subprocess's
+      command line (`python -m verifier.judge`), another process.
+    """
     modules = {}
     for package in packages:
         for path in (root / package).rglob("*.py"):
@@ -170,19 +196,23 @@ def _module_graph(root: Path, packages) -> dict:
                 modules[_module_name(path, root)] = path
     graph = {}
     for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
         targets = set()
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            if isinstance(node, ast.ImportFrom):  # `from . import selectors` names a module too
-                package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+            if isinstance(node, ast.ImportFrom):
                 base = (".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
                         if node.level else node.module)
-                targets.update(f"{base}.{alias.name}" for alias in node.names)
-        targets.update(module for _, module in imported_modules(path, root))
+                for alias in node.names:  # a module of that name, else the package that defines it
+                    targets.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+            elif isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif _import_module_name(node):
+                targets.add(_import_module_name(node))
         graph[name] = set()
         for target in targets:
             while target and target not in modules:
                 target = target.rpartition(".")[0]
-            if target and target != name and not name.startswith(target + "."):
+            if target and target != name:
                 graph[name].add(target)
     return graph
 
@@ -235,8 +265,37 @@ def test_the_circle_check_reads_the_verifier(tmp_path):
 def test_the_verifier_shares_the_child_limits_without_a_circle():
     graph = _module_graph(ROOT, ["verifier"])
     assert "verifier.process_limits" in graph["verifier.sandbox"] & graph["verifier.judge_server"]
-    assert "verifier.sandbox" not in graph["verifier.judge_server"]
     assert graph["verifier.process_limits"] == set()
+    reached, todo = set(), ["verifier.judge_server"]  # nor through the modules it imports
+    while todo:
+        for target in graph[todo.pop()] - reached:
+            reached.add(target)
+            todo.append(target)
+    assert "verifier.sandbox" not in reached
+
+
+def test_the_circle_check_reports_two_modules_that_import_each_other(tmp_path):
+    (tmp_path / "verifier").mkdir()
+    (tmp_path / "verifier" / "__init__.py").write_text("")
+    (tmp_path / "verifier" / "channel.py").write_text("import json\nfrom verifier.result import add_flag\n")
+    (tmp_path / "verifier" / "result.py").write_text("from .channel import send\n")
+    assert import_circles(tmp_path) == [["verifier.channel", "verifier.result"]]
+
+
+def test_a_package_and_its_modules_circle_only_where_a_module_takes_a_name_from_it(tmp_path):
+    """Python loads a package before its modules, so an __init__.py that imports its own modules
+    is no circle; one of those modules taking a name from that __init__.py is."""
+    (tmp_path / "verifier" / "profile_parsers").mkdir(parents=True)
+    (tmp_path / "verifier" / "__init__.py").write_text("")
+    (tmp_path / "verifier" / "profile_parsers" / "__init__.py").write_text(
+        "from verifier.profile_parsers.ncu import parse\nfrom .torch_profile import table\n")
+    (tmp_path / "verifier" / "profile_parsers" / "ncu.py").write_text("from . import torch_profile\n")
+    (tmp_path / "verifier" / "profile_parsers" / "torch_profile.py").write_text("import re\n")
+    assert import_circles(tmp_path) == []
+    (tmp_path / "verifier" / "profile_parsers" / "torch_profile.py").write_text(
+        "def table():\n    from verifier.profile_parsers import UNITS\n")
+    assert import_circles(tmp_path) == [  # ncu imports torch_profile, so it is in the circle too
+        ["verifier.profile_parsers", "verifier.profile_parsers.ncu", "verifier.profile_parsers.torch_profile"]]
 
 
 def test_the_circle_check_sees_a_circle_hidden_in_a_function(tmp_path):
