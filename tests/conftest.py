@@ -57,17 +57,34 @@ JUDGE_FILES = (
     "tests/verifier/test_profile_driver_pinning.py", "tests/verifier/test_runner_failures.py",
     "tests/verifier/test_runner_start.py", "tests/verifier/test_sandbox.py", "tests/verifier/test_timing_clocks.py",
     "tests/evaluator/test_clang_tidy.py", "tests/evaluator/test_demo_archive.py", "tests/evaluator/test_lint_cache.py",
-    "tests/evaluator/test_h200_worker_judge_threads.py", "tests/evaluator/test_worker.py",
-    "tests/evaluator/test_worker_cpu_by_process.py", "tests/evaluator/test_worker_overlap.py",
-    "tests/evaluator/test_worker_phases.py", "tests/evaluator/test_worker_priority.py",
+    "tests/evaluator/test_worker.py", "tests/evaluator/test_worker_cpu_by_process.py",
+    "tests/evaluator/test_worker_overlap.py", "tests/evaluator/test_worker_phases.py",
+    "tests/evaluator/test_worker_priority.py",
     "tests/search/test_warmup.py", "tests/kernels/test_deploy_settings.py",
 )
+# By test id prefix: the claims of worker_judge_threads_2026_12_01.json, which keep the tier their
+# own file had until issue #36 merged it into the module below, though they only read that fixture.
+GPU_HOST_WORKER_RUNS = "tests/evaluator/test_worker_runs_on_gpu_hosts.py::"
+JUDGE_TESTS = tuple(GPU_HOST_WORKER_RUNS + name for name in (
+    "test_a_compile_pool_failed_every_honest_kernel_and_compiling_in_the_judge_passes_them",
+    "test_one_thread_a_judge_takes_less_than_half_the_cpu",
+    "test_all_42_finished_with_cold_builds_and_408_an_hour_after_the_cold_start",
+    "test_the_builds_are_now_half_the_hosts_cpu_and_the_judges_a_twentieth",
+    "test_every_verdict_on_2_4_1_equals_the_rows_earlier_one_but_an_old_false_failure",
+))
 JUDGE_FIXTURES = {"judge_server", "live_server"}
 # In-process but CPU-heavy: the real embedding model, password hashing (test_accounts.py hashes
 # in nearly every test), fuzzing, upload bombs, archives imported at several sizes.
 HEAVY_TESTS = (
     "tests/accounts/test_accounts.py", "tests/kernels/test_query_counts.py",
-    "tests/evaluator/test_h200_worker_sample_",
+    # the worker's full documents of the sample's rows (files of their own until issue #36):
+    # imports of the sample, signature checks
+    *(GPU_HOST_WORKER_RUNS + name for name in (
+        "test_the_full_documents_", "test_after_the_import_", "test_86_rows_finished_with_harness_2_4_0",
+        "test_the_2_4_0_documents_left_out", "test_the_86_are_every_shipped_2_4_0_record",
+        "test_the_42_rows_queued_finished", "test_verdicts_and_flags_are_the_rows_earlier_runs",
+        "test_the_60_rows_queued_finished", "test_verdicts_and_flags_against_each_rows_previous_latest_run",
+        "test_the_two_2_4_1_calls_signed_a_record")),
     "tests/search/test_views.py::test_build_index_and_build_map_commands", "tests/search/test_search.py",
     "tests/search/test_embedding.py::test_the_real_model_loads_offline", "tests/faults/",
     "tests/accounts/test_account_security.py::test_one_user_name_is_locked",
@@ -83,7 +100,8 @@ HEAVY_TESTS = (
 
 def _mark_the_check_tier(items):
     for item in items:
-        if item.nodeid.split("::")[0] in JUDGE_FILES or JUDGE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if (item.nodeid.split("::")[0] in JUDGE_FILES or item.nodeid.startswith(JUDGE_TESTS)
+                or JUDGE_FIXTURES & set(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.judge)
         if item.nodeid.startswith(HEAVY_TESTS):
             item.add_marker(pytest.mark.heavy)

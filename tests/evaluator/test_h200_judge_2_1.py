@@ -176,6 +176,6 @@ def test_the_signed_records_load_and_the_judge_2_1_runs_are_the_latest_unless_re
     assert latest_versions == {"2.4.1": 56}
     # The worker's runs gave the judge 2.1.0's verdicts but for two kernels the second 2.4.1 call
     # failed on timing_unaccounted (docs/h200_runs.md, "Harness 2.4.1 through the worker";
-    # test_h200_worker_sample_2_4_1_b.py).
+    # test_worker_runs_on_gpu_hosts.py).
     assert changed == {"block_size_optimized_base": ("passed", "2.4.1", "failed"),
                        "stream_pipeline_base": ("passed", "2.4.1", "failed")}
