@@ -232,54 +232,22 @@ def check_the_cpu_by_process_adds_up(call):
             assert row["share_percent"] == pytest.approx(100 * row["cpu_s"] / total, abs=0.05 + 1e-9), kind
 
 
+CALL_INVARIANTS = [check_each_kernel_is_recorded_once, check_the_summary_counts_the_runs,
+                   check_the_finishing_times_are_in_order_within_the_call, check_the_phase_totals_are_the_runs_phases,
+                   check_each_verification_is_one_of_the_calls_runs, check_a_call_runs_one_harness_on_one_gpu,
+                   check_a_failed_verification_names_a_flag, check_ncu_profiles_only_passing_kernels_after_their_run,
+                   check_the_cpu_by_process_adds_up]
+
+
+@pytest.mark.parametrize("check", CALL_INVARIANTS, ids=[c.__name__.removeprefix("check_") for c in CALL_INVARIANTS])
 @pytest.mark.parametrize("name, index, call", CALLS)
-def test_each_kernel_is_recorded_once(name, index, call):
-    check_each_kernel_is_recorded_once(call)
-
-
-@pytest.mark.parametrize("name, index, call", CALLS)
-def test_the_summary_counts_the_runs(name, index, call):
-    check_the_summary_counts_the_runs(call)
-
-
-@pytest.mark.parametrize("name, index, call", CALLS)
-def test_the_finishing_times_are_in_order_within_the_call(name, index, call):
-    check_the_finishing_times_are_in_order_within_the_call(call)
-
-
-@pytest.mark.parametrize("name, index, call", CALLS)
-def test_the_phase_totals_are_the_runs_phases(name, index, call):
-    check_the_phase_totals_are_the_runs_phases(call)
-
-
-@pytest.mark.parametrize("name, index, call", CALLS)
-def test_each_verification_is_one_of_the_calls_runs(name, index, call):
-    check_each_verification_is_one_of_the_calls_runs(call)
-
-
-@pytest.mark.parametrize("name, index, call", CALLS)
-def test_a_call_runs_one_harness_on_one_gpu(name, index, call):
-    check_a_call_runs_one_harness_on_one_gpu(call)
-
-
-@pytest.mark.parametrize("name, index, call", CALLS)
-def test_a_failed_verification_names_a_flag(name, index, call):
-    check_a_failed_verification_names_a_flag(call)
-
-
-@pytest.mark.parametrize("name, index, call", CALLS)
-def test_ncu_profiles_only_passing_kernels_after_their_run(name, index, call):
-    check_ncu_profiles_only_passing_kernels_after_their_run(call)
+def test_every_worker_call_holds(check, name, index, call):
+    check(call)
 
 
 @pytest.mark.parametrize("name, index, call", CALLS)
 def test_every_verdict_is_the_earlier_one_but_the_changes_named(name, index, call):
     check_every_verdict_is_the_earlier_one_but_the_changes_named(call, WORKER_FIXTURES[name].changed_verdicts[index])
-
-
-@pytest.mark.parametrize("name, index, call", CALLS)
-def test_the_cpu_by_process_adds_up(name, index, call):
-    check_the_cpu_by_process_adds_up(call)
 
 
 def test_the_table_has_an_entry_for_each_call_of_each_fixture():
