@@ -3,6 +3,8 @@ C++/CUDA source (``load_inline``, cached by code hash), and the environment reco
 
 No Django imports here: this file ships inside the verification bundle.
 """
+from __future__ import annotations
+
 import contextlib
 import fcntl
 import hashlib
@@ -12,17 +14,23 @@ import platform
 import subprocess
 import sys
 import tempfile
+from typing import TYPE_CHECKING
 
 import torch
 
 from . import build_pch
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from types import ModuleType
+    from typing import Any
 
 
 class BuildError(Exception):
     """The candidate's extension did not build; the message carries the compiler output."""
 
 
-def default_build_dir():
+def default_build_dir() -> str:
     base = os.environ.get("KB_HARNESS_BUILD_DIR")
     if base:
         return base
@@ -30,7 +38,7 @@ def default_build_dir():
     return os.path.join(cache, "kb_harness", "builds")
 
 
-def sha256_text(text):
+def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -45,7 +53,7 @@ def _atomic_write(path, text):
     os.replace(tmp, path)
 
 
-def module_from_source(src, role, build_dir):
+def module_from_source(src: str, role: str, build_dir: str) -> ModuleType:
     """Import Python source as a real module file (tracebacks and inspect work)."""
     digest = sha256_text(src)[:16]
     src_dir = os.path.join(build_dir, "sources")
@@ -61,7 +69,7 @@ def module_from_source(src, role, build_dir):
 
 
 @contextlib.contextmanager
-def exclusive_build(folder):
+def exclusive_build(folder: str) -> Iterator[None]:
     """Hold ``folder`` for one build at a time, and clear torch's build locks left in it.
 
     torch's own lock is a file (``lock``) that a build killed half-way (a timeout, a crash, a
@@ -79,7 +87,7 @@ def exclusive_build(folder):
 
 
 @contextlib.contextmanager
-def captured_output(sink, limit=20000):
+def captured_output(sink: list[str], limit: int = 20000) -> Iterator[None]:
     """Capture fd 1 and 2 (compiler output, prints from C++) into sink, echo to stderr."""
     sys.stdout.flush()
     sys.stderr.flush()
@@ -109,12 +117,12 @@ class JsonStdout:
     to stderr (so the candidate's and the compiler's prints cannot corrupt the document), and
     ``write(text)`` puts the document on the real stdout, looping over partial writes."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         sys.stdout.flush()
         self.fd = os.dup(1)
         os.dup2(2, 1)
 
-    def write(self, text):
+    def write(self, text: str) -> None:
         sys.stdout.flush()
         data = (text + "\n").encode()
         while data:
@@ -122,13 +130,13 @@ class JsonStdout:
         os.close(self.fd)
 
 
-def cuda_arch(device):
+def cuda_arch(device: str) -> str:
     """'9.0' for an H100/H200: read from the device, never assumed."""
     major, minor = torch.cuda.get_device_capability(torch.device(device))
     return "%d.%d" % (major, minor)
 
 
-def build_flags(device, arch=None):
+def build_flags(device: str, arch: str | None = None) -> tuple[list[str], list[str], str | None]:
     """Host flags, nvcc flags and the device architecture ('9.0'; read from the device unless
     given). ``-lineinfo`` maps each machine instruction to its source line (for ncu's source
     view and the SASS listing, verifier/gpu_binary.py); it changes no generated code."""
@@ -141,7 +149,7 @@ def build_flags(device, arch=None):
     return cflags, cuda_flags, arch
 
 
-def extension_name(src, device, arch=None):
+def extension_name(src: str, device: str, arch: str | None = None) -> str:
     """The build's folder and module name; ``arch`` spares a caller that knows it (the worker,
     reading a finished build) from starting CUDA to ask the device."""
     cflags, cuda_flags, arch = build_flags(device, arch)
@@ -155,7 +163,8 @@ def extension_name(src, device, arch=None):
 CUDA_SOURCE_PREFIX = ("#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>")
 
 
-def build_cuda_forward(src, device, build_dir, log, pch_header=None):
+def build_cuda_forward(src: str, device: str, build_dir: str, log: list[str],
+                       pch_header: str | None = None) -> tuple[ModuleType, dict[str, Any]]:
     """Build a C++/CUDA source exposing `forward` via PYBIND11_MODULE.
 
     On cuda the text goes to nvcc, on cpu to the host compiler (cpp_sources).  The extension
@@ -208,14 +217,14 @@ def build_cuda_forward(src, device, build_dir, log, pch_header=None):
     return ext, info
 
 
-def extension_dir_for_model_new(src, build_dir):
+def extension_dir_for_model_new(src: str, build_dir: str) -> str:
     """Per-candidate TORCH_EXTENSIONS_DIR so load_inline inside ModelNew caches by code hash."""
     path = os.path.join(build_dir, "model_new", sha256_text(src + torch.__version__)[:16])
     os.makedirs(path, exist_ok=True)
     return path
 
 
-def nvidia_smi(fields, gpu=None):
+def nvidia_smi(fields: Sequence[str], gpu: str | None = None) -> dict[str, str] | None:
     """``{field: value}`` of ``nvidia-smi --query-gpu`` for one GPU (``gpu``: its PCI address,
     which nvidia-smi takes since it ignores CUDA_VISIBLE_DEVICES; None: the first GPU), or None
     when nvidia-smi cannot answer."""
@@ -242,7 +251,7 @@ def _cpu_model():
     return platform.processor() or None
 
 
-def collect_versions(device, harness_version, harness_sha):
+def collect_versions(device: str, harness_version: str, harness_sha: str) -> dict[str, Any]:
     info = {
         "harness": harness_version,
         "harness_sha256": harness_sha,
@@ -264,7 +273,7 @@ def collect_versions(device, harness_version, harness_sha):
     return info
 
 
-def harness_files_sha256():
+def harness_files_sha256() -> str:
     """sha256 over this directory's harness*.py files (what the bundle ships)."""
     here = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()

@@ -12,6 +12,8 @@ The judge builds it, never the runner: it sits beside the build cache, outside t
 runner may write (verifier/confine.py), so a candidate cannot plant code into later builds
 through it. Built once per compiler, flags and torch, under a lock; concurrent judges wait.
 """
+from __future__ import annotations
+
 import fcntl
 import hashlib
 import inspect
@@ -24,7 +26,7 @@ HEADER_TEXT = "#include <torch/extension.h>\n"
 BUILD_TIMEOUT_S = 600
 
 
-def pch_dir_for(build_dir):
+def pch_dir_for(build_dir: str) -> str:
     """Beside the build cache, not inside it: the runner may write the build cache.
     ``KB_HARNESS_PCH_DIR`` names one folder for many build caches (a test session whose tests
     each build into a folder of their own); it is ignored when it and the build cache overlap."""
@@ -54,7 +56,7 @@ def _cxx_standard():
     return found.group(1) if found else "-std=c++17"
 
 
-def compile_flags(extra_cflags):
+def compile_flags(extra_cflags: list[str]) -> list[str]:
     """load_inline's host-compiler flags for a CPU extension, but for the extension's name."""
     from torch.utils.cpp_extension import include_paths
 
@@ -65,7 +67,7 @@ def compile_flags(extra_cflags):
     return flags + ["-fPIC", _cxx_standard()] + list(extra_cflags)
 
 
-def ensure(build_dir, extra_cflags, log=None):
+def ensure(build_dir: str, extra_cflags: list[str], log: list[str] | None = None) -> str | None:
     """Path of the header to ``-include`` (its ``.gch`` built), or None when it cannot be built
     here (no GCC, a read-only cache): the build then parses torch's headers as usual."""
     import torch
@@ -106,7 +108,7 @@ def _build(compiler, flags, folder, header):
     os.remove(tmp_header)
 
 
-def include_flags(header):
+def include_flags(header: str | None) -> list[str]:
     """What the extension's build adds: the header (GCC takes its .gch) and a warning in the
     build log when GCC could not use it."""
     return ["-include", header, "-Winvalid-pch"] if header else []
