@@ -16,6 +16,8 @@ after the measuring run instead, and only for a kernel that passed (as the publi
 keeps no profile of an incorrect kernel): no ncu window for the rest, which one GPU's worker
 spends most of its time alone on (docs/worker.md; not yet measured on the GPU).
 """
+from __future__ import annotations
+
 import contextlib
 import io
 import json
@@ -28,11 +30,16 @@ import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .bundle_script import CANDIDATE_FILE_BY_KIND, harness_command
 from .device_lock import LOCK_DIR_VARIABLE
 from .ncu_profile import ncu_profile
 from .sandbox import run_harness_isolated
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
 
 
 # Builds (and lints, verifier/clang_tidy_run.py) run at a lower CPU priority: on a worker whose
@@ -76,7 +83,8 @@ def unpack_bundle(bundle: bytes, into: Path) -> None:
 def run_bundle(
     bundle: bytes, *, device: str, seeds: str, timeout_s: float, memory_limit_mb: int | None,
     work_root: Path, build_dir: Path, harness_args: tuple[str, ...] = (), lock_dir: Path | None = None,
-    profile_ncu: bool = False, profile_passed_only: bool = False, build_slot=contextlib.nullcontext,
+    profile_ncu: bool = False, profile_passed_only: bool = False,
+    build_slot: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
     shared_baseline_dir: Path | None = None,
 ) -> BundleRun:
     """Build, then verify (and optionally ncu-profile) this bundle's kernel, sharing the device with other runs.

@@ -7,14 +7,21 @@ the payload. The header names the message (``type``), its request ``id`` and, un
 Everything the runner sends is evidence: the judge checks the framing, the ids, the sizes and
 the dtypes, and any violation is a ``ProtocolError`` that fails the candidate.
 """
+from __future__ import annotations
+
 import json
 import os
 import select
 import struct
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 MAGIC = b"KBV2"
 _PREFIX = struct.Struct("<4sIQ")
@@ -34,7 +41,7 @@ class ChannelClosed(ProtocolError):
     """The other side closed its end (it exited or died)."""
 
 
-def encode_tensor(t):
+def encode_tensor(t: torch.Tensor) -> tuple[dict[str, Any], bytes]:
     """(header entry, bytes) of a plain CPU copy of ``t``."""
     if not isinstance(t, torch.Tensor):
         raise TypeError("not a tensor: %s" % type(t).__name__)
@@ -45,7 +52,7 @@ def encode_tensor(t):
     return {"dtype": _NAMES[t.dtype], "shape": list(t.shape)}, data
 
 
-def decode_tensor(entry, payload, offset):
+def decode_tensor(entry: Any, payload: bytes | bytearray, offset: int) -> tuple[torch.Tensor, int]:
     """A tensor from a header entry and the payload, checking every field."""
     if not isinstance(entry, dict) or entry.get("dtype") not in DTYPES:
         raise ProtocolError("tensor entry without a known dtype: %r" % (entry,))
@@ -69,7 +76,8 @@ def decode_tensor(entry, payload, offset):
 class Channel:
     """One end: ``send`` writes a frame, ``recv`` reads exactly one, each within a deadline."""
 
-    def __init__(self, read_fd, write_fd, max_payload=DEFAULT_MAX_PAYLOAD_BYTES, nonblocking=False):
+    def __init__(self, read_fd: int, write_fd: int, max_payload: int = DEFAULT_MAX_PAYLOAD_BYTES,
+                 nonblocking: bool = False) -> None:
         self.read_fd, self.write_fd = read_fd, write_fd
         if nonblocking:  # the judge's end: a stalled runner can never block it past a deadline
             os.set_blocking(read_fd, False)
@@ -77,7 +85,8 @@ class Channel:
         self.max_payload = max_payload
         self.bytes_in = self.bytes_out = 0
 
-    def send(self, header, tensors=(), timeout=None, values=None):
+    def send(self, header: dict[str, Any], tensors: Iterable[torch.Tensor] = (), timeout: float | None = None,
+             values: Any = None) -> None:
         """``tensors``: a list of tensors; ``values``: JSON values riding along in the header."""
         entries, chunks = [], []
         for t in tensors:
@@ -94,7 +103,7 @@ class Channel:
         for data in chunks:
             self._write(data, deadline)
 
-    def recv(self, timeout=None):
+    def recv(self, timeout: float | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:
         """(header dict, list of tensors)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         magic, head_len, payload_len = _PREFIX.unpack(self._read(_PREFIX.size, deadline))
@@ -122,7 +131,7 @@ class Channel:
             raise ProtocolError("%d payload bytes not described by the header" % (len(payload) - offset))
         return header, tensors
 
-    def pending(self):
+    def pending(self) -> bool:
         """True when bytes are waiting to be read (an unsolicited message)."""
         ready, _, _ = select.select([self.read_fd], [], [], 0)
         return bool(ready)
@@ -166,7 +175,7 @@ class Channel:
         self.bytes_out += len(data)
 
 
-def round_trip_ms(seeds, batch):
+def round_trip_ms(seeds: list[int], batch: int) -> float:
     """What a batch's request and answer cost on the channel, measured by the judge alone (a
     thread of its own echoing over a pipe pair): the runner cannot inflate it to hide time."""
     a_read, b_write = os.pipe()

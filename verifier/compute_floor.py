@@ -8,13 +8,19 @@ has (a kernel may use TF32 or BF16 on fp32 data and still be within tolerance, s
 no such kernel can beat is a floor). Unknown GPUs get no floor rather than a guessed one.
 No Django imports here: this file ships inside the verification bundle.
 """
+from __future__ import annotations
+
 import time
+from typing import TYPE_CHECKING
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from . import inputs as inp
 from .result import flag
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # Dense BF16/FP16 tensor-core peak (FLOP/s, no sparsity) by device name, from vendor datasheets.
 PEAK_FLOPS_TABLE = [
@@ -26,7 +32,7 @@ PEAK_FLOPS_TABLE = [
 CPU_PEAK_FACTOR = 20.0  # times the best fp32 matmul rate measured here: only skipped work falls below
 
 
-def reference_flops(ref_model, inputs):
+def reference_flops(ref_model: torch.nn.Module, inputs: list[Any]) -> int:
     """FLOPs of one call of the reference on ``inputs`` (cloned), by torch's FlopCounterMode."""
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
@@ -34,7 +40,7 @@ def reference_flops(ref_model, inputs):
     return int(counter.get_total_flops())
 
 
-def device_peak_flops(device):
+def device_peak_flops(device: str) -> tuple[float | None, str]:
     """(FLOP/s, where it came from), or (None, why there is no floor)."""
     if device == "cuda":
         name = torch.cuda.get_device_name()
@@ -57,7 +63,8 @@ def _measured_matmul_rate(n=512):
     return 2.0 * n ** 3 / best
 
 
-def check(ref_model, inputs, median_ms, device):
+def check(ref_model: torch.nn.Module, inputs: list[Any], median_ms: float,
+          device: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """(report, flag or None): ``below_compute_floor`` when the candidate's median call is faster
     than the reference's FLOPs at the device's peak."""
     flops = reference_flops(ref_model, inputs)
