@@ -17,6 +17,8 @@ Runner, in order, before any candidate code runs:
    the kernel's landlock ABI has it); seccomp: no IP sockets, no ptrace or
    process_vm_*, no new namespaces, no io_uring, no signal to the judge or its ancestors.
 """
+from __future__ import annotations
+
 import ctypes
 import errno
 import os
@@ -81,14 +83,14 @@ def _attempt(report, name, fn):
 
 # --- the judge ---------------------------------------------------------------------------
 
-def harden_judge():
+def harden_judge() -> dict[str, bool | str]:
     report = {}
     _attempt(report, "judge_not_dumpable", lambda: _prctl(PR_SET_DUMPABLE, 0))
     _attempt(report, "judge_child_subreaper", lambda: _prctl(PR_SET_CHILD_SUBREAPER, 1))
     return report
 
 
-def die_with_parent():
+def die_with_parent() -> None:
     """preexec_fn: the child gets SIGKILL when the process that started it dies."""
     try:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -96,7 +98,7 @@ def die_with_parent():
         pass
 
 
-def children_of(pid):
+def children_of(pid: int) -> dict[int, str]:
     """{child pid: state letter} of the processes whose parent is ``pid`` (Linux /proc)."""
     found = {}
     for entry in os.listdir("/proc"):
@@ -112,7 +114,7 @@ def children_of(pid):
     return found
 
 
-def describe_process(pid):
+def describe_process(pid: int) -> str:
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as fh:
             cmd = fh.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
@@ -128,7 +130,7 @@ def _reap(pid):
         pass
 
 
-def reap_orphans(known=(), grace_s=1.0):
+def reap_orphans(known: set[int] | tuple[int, ...] = (), grace_s: float = 1.0) -> list[str]:
     """Kill every child of this process (a subreaper) except ``known``; returns what was found
     alive. Orphans of the runner come back here: the runner proper, which dies with its
     launcher (reaped silently once it is a zombie), and anything the candidate left running
@@ -159,7 +161,7 @@ def reap_orphans(known=(), grace_s=1.0):
 
 # --- the runner ---------------------------------------------------------------------------
 
-def isolate_namespaces():
+def isolate_namespaces() -> dict[str, bool | str]:
     """New PID (with its own mount namespace) and network namespaces for this process's future
     children: call in the launcher before it forks the runner proper, which then calls
     ``mount_own_proc``."""
@@ -169,7 +171,7 @@ def isolate_namespaces():
     return report
 
 
-def mount_own_proc(report):
+def mount_own_proc(report: dict[str, bool | str]) -> None:
     """In the runner proper (PID 1 of its namespace): a /proc of its own namespace. CUDA fails
     in a PID namespace that still sees the host's /proc (error 304 on the H200 host), and with
     its own /proc the runner cannot even list the judge's process."""
@@ -189,7 +191,7 @@ def _unshare(flags):
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
 
 
-def confine(*, writable_dirs, protected_pids):
+def confine(*, writable_dirs: list[str], protected_pids: list[int]) -> dict[str, bool | str]:
     """Confine this process (and what it starts) before candidate code loads."""
     report = {}
     _attempt(report, "no_new_privileges", lambda: _prctl(PR_SET_NO_NEW_PRIVS, 1))

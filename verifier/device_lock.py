@@ -32,12 +32,20 @@ from its first candidate call to the end of the profiled window) hold their devi
 ``ProcessHold.from_environment`` when the worker sets ``KB_DEVICE_LOCK_DIR``; anywhere else
 (a user running a bundle) they lock nothing.
 """
+from __future__ import annotations
+
 import contextlib
 import fcntl
 import os
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from contextlib import AbstractContextManager
+    from typing import TextIO
 
 LOCK_DIR_VARIABLE = "KB_DEVICE_LOCK_DIR"
 
@@ -54,7 +62,7 @@ class DeviceLock:
     """The reader-writer lock of one device. Each acquisition opens its own file
     description, so holders in different threads of one process exclude each other too."""
 
-    def __init__(self, lock_dir, device: str):
+    def __init__(self, lock_dir: str | Path, device: str) -> None:
         lock_dir = Path(lock_dir)
         lock_dir.mkdir(parents=True, exist_ok=True)
         key = device_key(device)
@@ -62,7 +70,7 @@ class DeviceLock:
         self.gate_path = lock_dir / f"{key}.gate"
         self.writers_path = lock_dir / f"{key}.writers"
 
-    def acquire(self, mode: int):
+    def acquire(self, mode: int) -> TextIO:
         """Queue at the gate, then take the lock in ``fcntl.LOCK_SH`` or ``LOCK_EX`` mode; returns
         the open lock file (close it, or ``release`` it, to let go). Shared requests first wait
         until no exclusive request is queued or held (the writers file)."""
@@ -84,7 +92,7 @@ class DeviceLock:
         return handle
 
     @staticmethod
-    def downgrade(handle):
+    def downgrade(handle: TextIO) -> TextIO:
         """Exclusive to shared on the same open file (flock converts in place; an exclusive
         request already waiting may be served in between, then this waits for that one only).
         The exclusive announcement ends: shared requests queued behind it may come in."""
@@ -95,7 +103,7 @@ class DeviceLock:
         return handle
 
     @classmethod
-    def release(cls, handle) -> None:
+    def release(cls, handle: TextIO) -> None:
         fcntl.flock(handle, fcntl.LOCK_UN)
         cls._close(handle)
 
@@ -107,7 +115,7 @@ class DeviceLock:
             writers.close()
 
     @contextlib.contextmanager
-    def held(self, mode: int):
+    def held(self, mode: int) -> Iterator[float]:
         """Hold the lock in this mode; yields the seconds spent waiting for it."""
         started = time.monotonic()
         handle = self.acquire(mode)
@@ -116,10 +124,10 @@ class DeviceLock:
         finally:
             self.release(handle)
 
-    def shared(self):
+    def shared(self) -> AbstractContextManager[float]:
         return self.held(fcntl.LOCK_SH)
 
-    def exclusive(self):
+    def exclusive(self) -> AbstractContextManager[float]:
         return self.held(fcntl.LOCK_EX)
 
 
@@ -129,7 +137,7 @@ class ProcessHold:
     ``stats`` reports the waits and how long the device was held alone, for the worker's record.
     """
 
-    def __init__(self, lock: DeviceLock | None):
+    def __init__(self, lock: DeviceLock | None) -> None:
         self.lock = lock
         self.handle = None
         self.stats = {"shared_wait_s": 0.0, "exclusive_wait_s": 0.0, "exclusive_held_s": 0.0}
@@ -152,7 +160,7 @@ class ProcessHold:
             self.handle = None
 
     @contextlib.contextmanager
-    def alone(self):
+    def alone(self) -> Iterator[None]:
         """The device to this process only (a timing loop, a profiled window)."""
         if self.lock is None:
             yield
