@@ -23,12 +23,20 @@ def _public(name: str) -> bool:
 
 def _checked(body: list[ast.stmt], in_class: bool):
     """(function, in_class) for the public functions of a module or class body, and those of the
-    public classes in it; functions and classes defined inside a function are local, left out."""
+    public classes in it, under if/try/with too (``if TorchDispatchMode is not None: class ...``);
+    functions and classes defined inside a function are local, left out."""
     for node in body:
-        if isinstance(node, FUNCTIONS) and _public(node.name):
-            yield node, in_class
-        elif isinstance(node, ast.ClassDef) and _public(node.name):
-            yield from _checked(node.body, True)
+        if isinstance(node, FUNCTIONS):
+            if _public(node.name):
+                yield node, in_class
+        elif isinstance(node, ast.ClassDef):
+            if _public(node.name):
+                yield from _checked(node.body, True)
+        else:
+            for block in (getattr(node, "body", None), getattr(node, "orelse", None),
+                          getattr(node, "finalbody", None), *(h.body for h in getattr(node, "handlers", ()))):
+                if isinstance(block, list):
+                    yield from _checked(block, in_class)
 
 
 def _missing(function: ast.FunctionDef | ast.AsyncFunctionDef, in_class: bool) -> list[str]:
@@ -84,6 +92,16 @@ def test_checker_reports_an_unannotated_public_function():
         "    @staticmethod\n"
         "    def parse(self) -> None:\n"
         "        pass\n"
+        "\n"
+        "try:\n"
+        "    import torch\n"
+        "except ImportError:\n"
+        "    def census():\n"
+        "        return {}\n"
+        "if torch is not None:\n"
+        "    class Recorder:\n"
+        "        def __init__(self):\n"
+        "            self.counts = {}\n"
     )
     assert unannotated(source, "m.py") == [
         "m.py:1 open_channel (path, return)",
@@ -91,6 +109,8 @@ def test_checker_reports_an_unannotated_public_function():
         "m.py:8 __init__ (budget_s, return)",
         "m.py:15 build (return)",
         "m.py:19 parse (self)",
+        "m.py:25 census (return)",
+        "m.py:29 __init__ (return)",
     ]
 
 
