@@ -10,7 +10,7 @@ from evaluator.worker_cpu_jobs import CpuJobs
 from kernels.models import Verification
 from verifier import bundle_run
 
-from .test_worker_overlap import Timeline
+from .bundle_run_stand_ins import Timeline
 
 
 def _enter_in_order_of_arrival(jobs, tickets):

@@ -5,40 +5,15 @@ the sandboxed processes and the linter replaced by recorders (no build, no GPU).
 import os
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
 
 from evaluator import services, worker_cpu_jobs
 from kernels.models import Verification
 from verifier import bundle_run
-from verifier.bundle import build_bundle
 from verifier.bundle_run import BundleRun
 
-REFERENCE = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
-CANDIDATE = "__global__ void k() {}\ntorch::Tensor forward(torch::Tensor x) { return x; }\n"
-
-
-class Timeline:
-    """When each step started and ended, and on which thread."""
-
-    def __init__(self):
-        self.events, self.guard = {}, threading.Lock()
-
-    def step(self, name, seconds, answer=None):
-        with self.guard:
-            self.events[name] = {"start": time.monotonic(), "thread": threading.current_thread().name}
-        time.sleep(seconds)
-        with self.guard:
-            self.events[name]["end"] = time.monotonic()
-        return answer
-
-
-def _bundle():
-    return build_bundle(kernel={"name": "k", "kind": "cuda_forward", "code": CANDIDATE},
-                        task={"level": 1, "task_number": 1, "op_name": "1_Identity", "reference_code": REFERENCE,
-                              "functional_code": ""}, claimed={})
+from .bundle_run_stand_ins import Timeline, identity_bundle
 
 
 def _run(tmp_path, monkeypatch, measured, **options):
@@ -52,7 +27,7 @@ def _run(tmp_path, monkeypatch, measured, **options):
     monkeypatch.setattr(bundle_run, "run_harness_isolated", isolated)
     monkeypatch.setattr(bundle_run, "ncu_profile", lambda *a, **k: line.step("ncu", 0.3, {"raw_text": "csv",
                                                                                         "parsed": {"metrics": {}}}))
-    run = bundle_run.run_bundle(_bundle(), device="cuda", seeds="", timeout_s=60, memory_limit_mb=None,
+    run = bundle_run.run_bundle(identity_bundle(), device="cuda", seeds="", timeout_s=60, memory_limit_mb=None,
                                 work_root=tmp_path / "work", build_dir=tmp_path / "builds", profile_ncu=True,
                                 **options)
     return run, line.events

@@ -6,7 +6,8 @@ import subprocess
 import sys
 
 from verifier import bundle_run, clang_tidy_run, sandbox
-from tests.evaluator.test_worker_overlap import _bundle
+
+from .bundle_run_stand_ins import identity_bundle
 
 
 def test_the_build_runs_niced_and_the_measuring_run_does_not(tmp_path, monkeypatch):
@@ -17,7 +18,7 @@ def test_the_build_runs_niced_and_the_measuring_run_does_not(tmp_path, monkeypat
         return {"verdict": "built"} if "--build-only" in argv else {"verdict": "passed", "trials": []}
 
     monkeypatch.setattr(bundle_run, "run_harness_isolated", isolated)
-    bundle_run.run_bundle(_bundle(), device="cpu", seeds="", timeout_s=60, memory_limit_mb=None,
+    bundle_run.run_bundle(identity_bundle(), device="cpu", seeds="", timeout_s=60, memory_limit_mb=None,
                           work_root=tmp_path / "work", build_dir=tmp_path / "builds")
     assert asked == {"build": bundle_run.BUILD_NICE, "run": None}
 
