@@ -11,7 +11,7 @@ from django.core.management import call_command
 from kernels.claims_selectors import claims_overview
 from kernels.models import Claim
 from tests.browser.conftest import SCREENSHOTS, WatchedPage
-from tests.browser.test_truth_in_chromium import load_like_make_demo
+from tests.browser.make_demo_import import load_like_make_demo
 from tests.conftest import CUDA_L1_SUBSETS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -18,7 +18,7 @@ from django.utils import timezone
 from evaluator.services import kernel_verification_state_refresh
 from kernels.models import Claim, Kernel, Task, Verification
 from tests.browser.conftest import WatchedPage
-from tests.browser.test_truth_in_chromium import load_like_make_demo
+from tests.browser.make_demo_import import load_like_make_demo
 from tests.conftest import CUDA_L1_SUBSETS
 from tests.kernels.remeasured_expectations import as_shown, expected_remeasured
 

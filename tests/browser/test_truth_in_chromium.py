@@ -5,28 +5,14 @@ sample when it is there, the demo archive, the shipped signed H200 results); not
 typed in. Then, as a reader: the home page shows re-measured numbers; no failed or suspected
 kernel is in Top kernels or is any task's best kernel; a cheat's page shows its evidence; the
 leaderboard names the GPU of every number."""
-from pathlib import Path
-
 import pytest
 from django.core.cache import cache
-from django.core.management import call_command
 
 from kernels.models import Kernel, Task
 from kernels.ranking import excluded_reason
-from tests.conftest import SAMPLE_ARCHIVE
+from tests.browser.make_demo_import import load_like_make_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-REPO = Path(__file__).resolve().parents[2]
-
-
-def load_like_make_demo():
-    """The Makefile's `import` target, command for command."""
-    if SAMPLE_ARCHIVE.exists():
-        call_command("import_archive", str(SAMPLE_ARCHIVE), hardware="NVIDIA H100", no_progress=True)
-    call_command("import_archive", str(REPO / "evaluator" / "demo_archive" / "demo_archive.jsonl"), no_progress=True)
-    call_command("import_verifications", str(REPO / "evaluator" / "h200_results" / "demo_archive_h200.jsonl"))
-    if SAMPLE_ARCHIVE.exists():
-        call_command("import_verifications", str(REPO / "evaluator" / "h200_results" / "sample_subset_h200.jsonl"))
 
 
 def open_page(watched, url: str):
