@@ -11,6 +11,7 @@ import pytest
 
 from verifier import gpu_campaign
 
+from .cheat_suite_additions import ADDED_WITH_KERNEL_TIME, ADDED_WITH_OUTSIDE_WORK
 from .cheat_suite_halves import CPU_ENTRIES, ENTRIES, check_entry, halves, run_half
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,14 +149,8 @@ def test_judge_cost_fixture_keeps_every_verdict_but_two_timing_false_alarms():
 
 JUDGE_2_1 = ROOT / "tests" / "fixtures" / "h200" / "judge_2_1_cheat_suite.json"
 # Entries for what harness 2.2.0 closed (fresh inputs for every timed call); their GPU runs are
-# with that judge (scripts/gpu_cheat_subset.sh).
-# The GPU-only entries of harness 2.3.0's kernel-time clock: their H200 results are in
-# tests/fixtures/h200/kernel_time_2_3_0.json (tests/verifier/test_kernel_time.py).
-ADDED_WITH_KERNEL_TIME = {"honest_waits_inside_cu", "kernel_time_forge_py"}
-# Harness 2.6.0's early launches and the honest kernels of their size: their H200 results are in
-# tests/fixtures/h200/judge_2_6_0_outside_work.json (tests/verifier/test_outside_work.py).
-ADDED_WITH_OUTSIDE_WORK = {e["name"] for e in ENTRIES if e.get("family") == "work_outside_call" or
-                           e["task"] in ("matmul_512", "relu_small")}
+# with that judge (scripts/gpu_cheat_subset.sh). With those of later harnesses
+# (cheat_suite_additions.py): what the suite did not hold when the judge 2.1.0 ran it.
 ADDED_AFTER_2_1 = {"attack_incremental_patch_py"} | ADDED_WITH_KERNEL_TIME | ADDED_WITH_OUTSIDE_WORK
 
 

@@ -10,7 +10,7 @@ from verifier import build as harness_build
 from verifier import judge_server as server
 from verifier.sandbox import run_harness_isolated
 
-from .test_runner_start import SEARCHER
+from .memory_searcher import SEARCHER
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "verifier" / "cheat_suite"

@@ -2,7 +2,7 @@
 profiler's events, read from a real H200 trace; the real profiler on the CPU; and the judge
 switching to it when a call's launch cannot be queued, with its clock still bounding what the
 runner reports (the judge loop of verifier/judge_timing.py with the stand-ins of
-test_timing_clocks.py)."""
+timing_stand_ins.py)."""
 import json
 import subprocess
 import sys
@@ -13,17 +13,10 @@ import pytest
 from tests.conftest import H200_FIXTURES
 from verifier import kernel_time, timing, timing_report
 
-from .test_cheat_suite import ADDED_WITH_KERNEL_TIME
-from .test_timing_clocks import HOST_MS, Doubler, FakeRunner, StandInQueuedCaller, run_timing, two_clocks  # noqa: F401
-
-
-def h200_trace():
-    """The probe's three calls, their ranges renamed to the labels the caller gives."""
-    events = json.loads((H200_FIXTURES / "kineto_waiting_calls.json").read_text())["events"]
-    for e in events:
-        if e["name"].startswith("kb_call_"):
-            e["name"] = kernel_time.LABEL % int(e["name"].rsplit("_", 1)[1])
-    return events
+from .cheat_suite_additions import ADDED_WITH_KERNEL_TIME
+from .h200_traces import h200_trace
+from .timing_stand_ins import HOST_MS, Doubler, FakeRunner, StandInQueuedCaller, run_timing
+from .timing_stand_ins import two_clocks  # noqa: F401  (fixture)
 
 
 def test_each_call_gets_the_union_of_the_device_work_it_launched_on_a_real_h200_trace():

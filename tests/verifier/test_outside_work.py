@@ -13,7 +13,7 @@ import torch
 from tests.conftest import H200_FIXTURES, REPO_ROOT
 from verifier import compute_floor, guard, inputs, kernel_time, outside_work, static_scan
 
-from .test_kernel_time import h200_trace
+from .h200_traces import h200_trace
 
 
 def test_the_activities_no_call_launched_are_the_rest_of_a_real_h200_trace():

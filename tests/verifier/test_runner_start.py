@@ -11,42 +11,10 @@ from pathlib import Path
 from verifier import build as harness_build
 from verifier import runner_start
 
+from .memory_searcher import SEARCHER
+
 ROOT = Path(__file__).resolve().parents[2]
 RELU = ROOT / "verifier" / "cheat_suite" / "tasks" / "relu_cpu.py"
-
-# A candidate that reports, at load, how its process started and whether a token is anywhere in
-# its writable memory (heap, stack, anonymous mappings: where an environment and copies of it live).
-SEARCHER = '''
-import json, os, sys
-import torch.nn as nn
-
-# the token in two halves: a search for the whole would put the whole in this very memory
-HEAD, TAIL = bytes.fromhex(%r), bytes.fromhex(%r)
-found = []
-with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
-    for line in maps:
-        fields = line.split()
-        start, end = (int(x, 16) for x in fields[0].split("-"))
-        path = fields[5] if len(fields) > 5 else ""
-        if "r" not in fields[1] or (path and not path.startswith("[")) or path in ("[vvar]", "[vsyscall]"):
-            continue
-        try:
-            mem.seek(start)
-            data = mem.read(end - start)
-        except (OSError, ValueError, OverflowError):
-            continue
-        at = data.find(HEAD)
-        while at >= 0:
-            if data[at + len(HEAD):at + len(HEAD) + len(TAIL)] == TAIL:
-                found.append(path or "anonymous")
-            at = data.find(HEAD, at + 1)
-print("SEARCHED " + json.dumps({"found": found, "environ": sorted(os.environ),
-                                "cmdline": open("/proc/self/cmdline").read().split("\\0")}))
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return x.clamp(min=0)
-'''
 
 
 def test_the_judge_keeps_only_its_own_variables():
