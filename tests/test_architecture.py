@@ -47,22 +47,30 @@ def _import_module_name(node):
     return None
 
 
+def _package_of(path: Path, root: Path) -> list[str]:
+    package = _module_name(path, root).split(".")
+    return package if path.name == "__init__.py" else package[:-1]
+
+
+def _from_module(node: ast.ImportFrom, package: list[str]) -> str | None:
+    """The module a `from ... import` names; from ..x import y resolved against the module's own package."""
+    if node.level:
+        base = package[:len(package) - node.level + 1]
+        return ".".join(base + ([node.module] if node.module else []))
+    return node.module
+
+
 def imported_modules(path: Path, root: Path):
     """(line, module) for every import in the file, wherever it is written."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    package = _module_name(path, root).split(".")
-    if path.name != "__init__.py":
-        package = package[:-1]
+    package = _package_of(path, root)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom):
-            if node.level:  # from ..x import y: resolve against the module's own package
-                base = package[:len(package) - node.level + 1]
-                yield node.lineno, ".".join(base + ([node.module] if node.module else []))
-            elif node.module:
-                yield node.lineno, node.module
+            if _from_module(node, package):
+                yield node.lineno, _from_module(node, package)
         elif _import_module_name(node):
             yield node.lineno, _import_module_name(node)
 
@@ -103,6 +111,63 @@ def test_the_checker_reports_an_upward_import(tmp_path):
         "kernels/sneaky.py:3 imports archive_site.urls",
         "evaluator/tasks.py:2 imports search.services",
         "verifier/judge.py:2 imports django.conf",
+    ]
+
+
+# Test modules are pytest's to collect and run, never another module's to import: a helper, constant
+# or fixture two test modules share lives in a module beside them named by what it holds
+# (tests/evaluator/sample_records.py, tests/verifier/timing_stand_ins.py, ...) or in a conftest.py.
+# Importing from a test module ties the importer to that module's other tests, and a test function
+# imported by name would be collected (and run) twice.
+
+def imports_of_test_modules(root: Path) -> list[str]:
+    """Every import, by a module under tests/, of a test module (tests/**/test_*.py) other than
+    itself, as 'path:line imports module': `from .test_x import y`, `from tests.a import test_x`,
+    `import tests.a.test_x`, importlib.import_module("tests.a.test_x"), wherever written."""
+    test_modules = {_module_name(path, root) for path in (root / "tests").rglob("test_*.py")}
+    found = []
+    for path in sorted((root / "tests").rglob("*.py")):
+        package, names = _package_of(path, root), list(imported_modules(path, root))
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and _from_module(node, package):  # y may be a module of x
+                names += [(node.lineno, f"{_from_module(node, package)}.{alias.name}") for alias in node.names]
+        for line, name in names:
+            parts = name.split(".")
+            hit = next((".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in test_modules),
+                       None)
+            report = f"{path.relative_to(root)}:{line} imports {hit}"
+            if hit and hit != _module_name(path, root) and report not in found:
+                found.append(report)
+    return sorted(found)
+
+
+def test_no_test_module_is_imported_by_another_module_of_the_tests():
+    assert imports_of_test_modules(ROOT) == []
+
+
+def test_the_test_module_check_reports_each_way_of_importing_one(tmp_path):
+    (tmp_path / "tests" / "evaluator").mkdir(parents=True)
+    (tmp_path / "tests" / "browser").mkdir()
+    for package in ("tests", "tests/evaluator", "tests/browser"):
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "tests" / "conftest.py").write_text("REPO_ROOT = None\n")
+    (tmp_path / "tests" / "evaluator" / "test_overlap.py").write_text(
+        "from .timeline import Timeline\nfrom . import timeline\ndef test_a():\n    pass\n")
+    (tmp_path / "tests" / "evaluator" / "timeline.py").write_text("class Timeline:\n    pass\n")
+    (tmp_path / "tests" / "evaluator" / "test_priority.py").write_text(
+        "import json\nfrom tests.conftest import REPO_ROOT\nfrom .test_overlap import Timeline  # noqa: F401\n")
+    (tmp_path / "tests" / "evaluator" / "test_cpu_jobs.py").write_text(
+        "def helper():\n    from tests.evaluator import test_overlap, timeline\n")
+    (tmp_path / "tests" / "browser" / "test_truth.py").write_text(
+        "import importlib\nimport tests.evaluator.test_overlap as overlap\n"
+        "importlib.import_module('tests.evaluator.test_priority')\n")
+    (tmp_path / "tests" / "evaluator" / "helpers.py").write_text("from .test_cpu_jobs import helper\n")
+    assert imports_of_test_modules(tmp_path) == [
+        "tests/browser/test_truth.py:2 imports tests.evaluator.test_overlap",
+        "tests/browser/test_truth.py:3 imports tests.evaluator.test_priority",
+        "tests/evaluator/helpers.py:1 imports tests.evaluator.test_cpu_jobs",
+        "tests/evaluator/test_cpu_jobs.py:2 imports tests.evaluator.test_overlap",
+        "tests/evaluator/test_priority.py:3 imports tests.evaluator.test_overlap",
     ]
 
 
