@@ -28,10 +28,14 @@ import re
 import shutil
 import subprocess
 import tempfile
+from typing import TYPE_CHECKING
 
 from .profile_parsers.cuda_binary import (  # the listings' readers; callers may reach them here too
     _capped, parse_nvdisasm, parse_ptxas_verbose, parse_res_usage, parse_sass, ptx_entries, ptx_target,
     split_ptx_modules)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 TOOL_TIMEOUT_S = 60
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024  # a tool's output beyond this is cut (a hostile binary can be large)
@@ -51,7 +55,7 @@ def find_tool(name: str, search_path: str | None = None) -> str | None:
     return None
 
 
-def extension_binaries(source: str, kind: str, build_dir, arch: str | None) -> list[str]:
+def extension_binaries(source: str, kind: str, build_dir: str | os.PathLike[str], arch: str | None) -> list[str]:
     """The shared objects that building ``source`` left in ``build_dir`` (verifier/build.py's
     layout): the extension of a cuda_forward source, named by its own hash (so the worker
     finds it from the source, not from anything the candidate reported), or the extensions a
@@ -71,7 +75,7 @@ def extension_binaries(source: str, kind: str, build_dir, arch: str | None) -> l
     return [path for path in paths if os.path.isfile(path)][:MAX_BINARIES]
 
 
-def gpu_binary_listing(binaries, *, source: str | None = None, search_path: str | None = None,
+def gpu_binary_listing(binaries: Iterable[str | os.PathLike[str]], *, source: str | None = None, search_path: str | None = None,
                        timeout_s: float = TOOL_TIMEOUT_S) -> dict:
     """SASS, PTX and resource usage of every function in ``binaries`` (paths of .so/.cubin
     files), as one JSON-able dict (module docstring). ``source``: the kernel's source, to map

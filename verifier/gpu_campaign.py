@@ -15,6 +15,8 @@ re-verifying archive rows given functional forms, and the spread of medians acro
 separate processes beside KernelBench's own way of timing (mean of 100 event-timed calls
 after 3 warm-ups).  No Django imports.
 """
+from __future__ import annotations
+
 import argparse
 import concurrent.futures as cf
 import json
@@ -23,6 +25,11 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -31,12 +38,12 @@ sys.path.insert(0, ROOT)  # run as a file too: `python verifier/gpu_campaign.py`
 from verifier import sandbox  # noqa: E402
 
 
-def load_manifest():
+def load_manifest() -> list[dict[str, Any]]:
     with open(os.path.join(SUITE, "manifest.json")) as fh:
         return json.load(fh)["entries"]
 
 
-def entry_paths(entry, device="cuda"):
+def entry_paths(entry: dict[str, Any], device: str = "cuda") -> tuple[str, str, str | None]:
     """The entry's task, candidate and functional form. On the CPU a task's ``_cpu`` twin is used
     where there is one: the same op on smaller inputs. What the CPU run checks (outputs, memory,
     the process around the kernel) does not depend on size; the GPU's bandwidth and timing checks
@@ -50,7 +57,8 @@ def entry_paths(entry, device="cuda"):
     return task, cand, fn
 
 
-def harness_argv(ref, cand, kind, device, build_dir, functional=None, timing=False, extra=()):
+def harness_argv(ref: str, cand: str, kind: str, device: str, build_dir: str, functional: str | None = None,
+                 timing: bool = False, extra: Iterable[str] = ()) -> list[str]:
     argv = [sys.executable, "-m", "verifier.judge", "--reference", ref, "--candidate", cand, "--kind", kind,
             "--device", device, "--build-dir", build_dir]
     if functional:
@@ -60,11 +68,11 @@ def harness_argv(ref, cand, kind, device, build_dir, functional=None, timing=Fal
     return argv + list(extra)
 
 
-def run_one(argv, timeout, env):
+def run_one(argv: list[str], timeout: float, env: dict[str, str]) -> dict[str, Any]:
     return sandbox.run_harness_isolated(argv, cwd=ROOT, timeout_s=timeout, memory_limit_bytes=None, env=env)
 
 
-def judge(entry, doc):
+def judge(entry: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
     """Was the cheat caught with the expected flag(s) / did the honest kernel pass cleanly?"""
     names = {f["name"] for f in doc.get("flags", [])}
     blocking = sorted({f["name"] for f in doc.get("flags", []) if f.get("blocking")})
@@ -81,13 +89,13 @@ def judge(entry, doc):
             "expect_any_met": any_ok, "error": doc.get("error")}
 
 
-def trim(doc, limit=3000):
+def trim(doc: dict[str, Any], limit: int = 3000) -> dict[str, Any]:
     doc = dict(doc)
     doc["log"] = (doc.get("log") or "")[-limit:]
     return doc
 
 
-def run_suite(args, env):
+def run_suite(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
     entries = [e for e in load_manifest() if args.device in e["devices"]]
     if args.only:
         wanted = set(args.only.split(","))
@@ -117,7 +125,8 @@ def run_suite(args, env):
     return write_results(args, entries, docs, phase, t0)
 
 
-def write_results(args, entries, docs, phase, t0):
+def write_results(args: argparse.Namespace, entries: list[dict[str, Any]], docs: dict[str, dict[str, Any]],
+                  phase: dict[str, str], t0: float) -> dict[str, Any]:
     summary = []
     for entry in entries:
         doc = docs.get(entry["name"], {})
@@ -151,7 +160,7 @@ def write_results(args, entries, docs, phase, t0):
     return result
 
 
-def markdown_table(summary):
+def markdown_table(summary: list[dict[str, Any]]) -> str:
     lines = ["| entry | row | verdict | blocking flags | expected | ok | candidate ms | vs eager | vs compile |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in summary:
@@ -165,7 +174,7 @@ def markdown_table(summary):
     return "\n".join(lines) + "\n"
 
 
-def run_archive(args, env):
+def run_archive(args: argparse.Namespace, env: dict[str, str]) -> list[dict[str, Any]]:
     """Re-verify archive rows (AI CUDA Engineer schema) given functional forms: every row
     untimed in parallel (builds and correctness), then the rows that passed timed one at a
     time on the same cached builds, so timings are never disturbed by other work."""
@@ -257,7 +266,7 @@ print(json.dumps({{k: res[k] for k in ("mean_ms", "min_ms", "max_ms")}}))
 """
 
 
-def run_timing_quality(args, env):
+def run_timing_quality(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
     """One kernel timed in N separate processes per harness variant (interleaved, so a drift of
     the GPU's state over the run hits every variant alike), and the KernelBench way once per
     round. Each harness document carries the GPU's clocks before and after its timing loop."""
@@ -302,7 +311,7 @@ def run_timing_quality(args, env):
     return res
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
