@@ -8,6 +8,8 @@
 
 No Django imports here: this file ships inside the verification bundle.
 """
+from __future__ import annotations
+
 import builtins
 import gc
 import os
@@ -16,8 +18,13 @@ import sys
 import threading
 import time
 import types
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 _SETTINGS = [
     ("torch.backends.cuda.matmul.allow_tf32", lambda: torch.backends.cuda.matmul.allow_tf32),
@@ -52,7 +59,7 @@ def _tensor_bases():
     return bases
 
 
-def snapshot(extra_namespaces=()):
+def snapshot(extra_namespaces: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
     """Map 'qualified name' -> object (identity) or setting value."""
     snap = {}
     for name in _TIME_NAMES:
@@ -100,7 +107,7 @@ _SIGNALS = [getattr(signal, name) for name in ("SIGALRM", "SIGVTALRM", "SIGPROF"
 _TIMERS = [getattr(signal, name) for name in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF") if hasattr(signal, name)]
 
 
-def trigger_state(namespaces=()):
+def trigger_state(namespaces: Sequence[tuple[str, Any]] = ()) -> dict[str, tuple[str, Any]]:
     """Everything that makes code run when the harness does something, as settings: sys.monitoring's
     tools with their global events and their local events on the harness's own code, gc
     callbacks, thread trace and profile hooks, import hooks, signal handlers and interval timers.
@@ -126,7 +133,7 @@ def trigger_state(namespaces=()):
     return {"setting:" + key: ("value", value) for key, value in state.items()}
 
 
-def changes(before, after):
+def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """Names whose object identity or setting value changed (new names are ignored)."""
     changed = []
     for key, old in before.items():
@@ -143,7 +150,7 @@ def changes(before, after):
     return changed
 
 
-def thread_census():
+def thread_census() -> dict[str, Any]:
     py = {t.ident for t in threading.enumerate()}
     try:
         os_threads = len(os.listdir("/proc/self/task"))
@@ -152,7 +159,7 @@ def thread_census():
     return {"python": py, "os": os_threads}
 
 
-def new_threads(before, after):
+def new_threads(before: dict[str, Any], after: dict[str, Any]) -> tuple[int, int | None]:
     """(new python threads, os thread delta) between two censuses."""
     py_new = len(after["python"] - before["python"])
     os_delta = None
@@ -180,7 +187,7 @@ if TorchDispatchMode is not None:
             # that compiles), checked when the class is made and each time it is entered.
             return "torch._dynamo" in sys.modules
 
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.counts = {}
 
@@ -223,11 +230,11 @@ HEAVY = {
 }
 
 
-def compute_ops(counts):
+def compute_ops(counts: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in counts.items() if k not in NON_COMPUTE}
 
 
-def library_verdict(ref_counts, cand_counts):
+def library_verdict(ref_counts: dict[str, int], cand_counts: dict[str, int]) -> dict[str, Any]:
     """Does the candidate issue the reference's own (heavy) ops through the library?"""
     ref_compute = compute_ops(ref_counts)
     cand_compute = compute_ops(cand_counts)

@@ -4,12 +4,20 @@ Every trial draws fresh inputs from the task's ``get_inputs()`` under its own se
 the candidate, the reference and the candidate again each get their own clone, and
 the pristine set is kept to check that nobody wrote to it.  No Django imports here.
 """
+from __future__ import annotations
+
 import random
+from typing import TYPE_CHECKING
 
 import torch
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+    from typing import Any
 
-def seed_everything(seed):
+
+def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
     random.seed(seed)
     try:
@@ -20,7 +28,7 @@ def seed_everything(seed):
         pass
 
 
-def map_tensors(obj, fn):
+def map_tensors(obj: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     """Apply fn to every tensor inside nested lists/tuples/dicts; other values pass through."""
     if isinstance(obj, torch.Tensor):
         return fn(obj)
@@ -33,20 +41,20 @@ def map_tensors(obj, fn):
     return obj
 
 
-def tensors_in(obj):
+def tensors_in(obj: Any) -> list[torch.Tensor]:
     out = []
     map_tensors(obj, lambda t: out.append(t) or t)
     return out
 
 
-def make_inputs(ref_mod, seed, device):
+def make_inputs(ref_mod: ModuleType, seed: int, device: str) -> list[Any]:
     """Fresh inputs for one seed, generated on the CPU (device independent) then moved."""
     seed_everything(seed)
     inputs = list(ref_mod.get_inputs())
     return map_tensors(inputs, lambda t: t.to(device))
 
 
-def make_timing_inputs(ref_mod, seed, device, on_device):
+def make_timing_inputs(ref_mod: ModuleType, seed: int, device: str, on_device: bool) -> list[Any]:
     """Inputs for one timed call: the task's ``get_inputs()`` under a seed of its own, so that no
     timed call sees inputs an earlier call saw, in part or in whole (a kernel that keeps earlier
     inputs and outputs could otherwise patch the few elements that changed instead of computing).
@@ -62,25 +70,25 @@ def make_timing_inputs(ref_mod, seed, device, on_device):
     return map_tensors(inputs, lambda t: t.to(device))
 
 
-def make_init_inputs(ref_mod):
+def make_init_inputs(ref_mod: ModuleType) -> list[Any]:
     fn = getattr(ref_mod, "get_init_inputs", None)
     return list(fn()) if fn is not None else []
 
 
-def clone_inputs(inputs):
+def clone_inputs(inputs: list[Any]) -> list[Any]:
     """Own-storage copies: never reuse input tensors by identity across calls."""
     return map_tensors(inputs, lambda t: t.detach().clone())
 
 
-def cpu_copy(obj):
+def cpu_copy(obj: Any) -> Any:
     return map_tensors(obj, lambda t: t.detach().to("cpu", copy=True))
 
 
-def nbytes(obj):
+def nbytes(obj: Any) -> int:
     return sum(t.numel() * t.element_size() for t in tensors_in(obj))
 
 
-def equal_bits(a, b):
+def equal_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Exact equality, NaN equal to NaN; shapes must match."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
@@ -90,7 +98,7 @@ def equal_bits(a, b):
     return bool(torch.equal(a, b))
 
 
-def changed_elements(before, after):
+def changed_elements(before: torch.Tensor, after: torch.Tensor) -> int:
     """Number of elements of `after` that differ from `before` (tensors on any device)."""
     a = after.detach().to("cpu")
     b = before.detach().to("cpu")
@@ -103,7 +111,7 @@ def changed_elements(before, after):
     return int((~same).sum())
 
 
-def as_output_list(out):
+def as_output_list(out: Any) -> list[Any]:
     """Flatten a forward's result into a list of leaves (tensors or plain values)."""
     if isinstance(out, (list, tuple)):
         leaves = []
@@ -113,14 +121,14 @@ def as_output_list(out):
     return [out]
 
 
-def describe(obj):
+def describe(obj: object) -> str:
     if isinstance(obj, torch.Tensor):
         return "%s%s %s on %s" % (type(obj).__name__, tuple(obj.shape), str(obj.dtype).replace("torch.", ""),
                                   obj.device)
     return type(obj).__name__
 
 
-def subsample(t, max_elems=1 << 20):
+def subsample(t: torch.Tensor, max_elems: int = 1 << 20) -> torch.Tensor:
     """A fixed, device-independent subset of a tensor's elements (as float64 on CPU)."""
     flat = t.detach().reshape(-1)
     n = flat.numel()
