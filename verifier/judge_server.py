@@ -21,6 +21,8 @@ Protocol: the client sends one JSON line ``{"argv", "cwd", "env", "cpu_seconds",
 line ``{"pid": N}`` when the judge has started and one line ``{"returncode": R}`` (negative: the
 signal) when it has ended. No Django.
 """
+from __future__ import annotations
+
 import array
 import json
 import os
@@ -40,6 +42,11 @@ if __name__ == "__main__":
     runner_start.clean_environment()
 
 from verifier import runner_start  # noqa: E402
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import IO, Any, NoReturn
 
 SOCKET_VARIABLE = "KB_JUDGE_SERVER"
 _MAX_REQUEST = 1 << 20
@@ -116,7 +123,7 @@ def _same_user(conn):
     return uid == os.getuid()
 
 
-def serve(path):
+def serve(path: str) -> NoReturn:
     """Answer requests on ``path`` until the process is killed (one thread: no thread may exist
     when a judge is forked)."""
     import torch  # noqa: F401  what every judge would import
@@ -164,7 +171,8 @@ def serve(path):
 class ServedJudge:
     """A judge started by a server: what the sandbox uses of a ``Popen`` (pid, poll, wait)."""
 
-    def __init__(self, path, argv, *, cwd, env, stdout, stderr, cpu_seconds, address_space):
+    def __init__(self, path: str, argv: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mapping[str, str],
+                 stdout: IO[Any], stderr: IO[Any], cpu_seconds: float | None, address_space: int | None) -> None:
         self.returncode = None
         self.lock = threading.Lock()  # the sandbox's watchdog polls while its caller waits
         self.conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -181,14 +189,14 @@ class ServedJudge:
             raise OSError("the judge server at %s did not start the judge" % path)
         self.pid = started["pid"]
 
-    def poll(self):
+    def poll(self) -> int | None:
         with self.lock:
             ready = self.returncode is None and select.select([self.conn], [], [], 0)[0]
         if ready:
             self._read_end()
         return self.returncode
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
             if deadline is not None and time.monotonic() >= deadline:
@@ -207,7 +215,7 @@ class ServedJudge:
             self.conn.close()
 
 
-def serve_in_background():
+def serve_in_background() -> subprocess.Popen[bytes]:
     """Start a server for this process and the processes it starts (``KB_JUDGE_SERVER``); returns
     the server's Popen. The server dies with this process."""
     folder = tempfile.mkdtemp(prefix="kb_judge_server_")
@@ -228,7 +236,7 @@ def serve_in_background():
     return proc
 
 
-def serves(argv, cwd):
+def serves(argv: Sequence[str], cwd: str | os.PathLike[str] | None) -> bool:
     """Would ``argv`` run in ``cwd`` start this package's judge, which a server here forks? (A
     bundle's folder holds a verifier of its own, which its judge must be.)"""
     if not (len(argv) >= 3 and argv[0] == sys.executable and list(argv[1:3]) == ["-m", "verifier.judge"]):

@@ -4,6 +4,8 @@ server, in the judge it forks. Both import them from here (neither imports the o
 
 No Django imports: this file ships inside the verification bundle.
 """
+from __future__ import annotations
+
 import signal
 
 try:
@@ -11,8 +13,12 @@ try:
 except ImportError:  # not on Linux/macOS: limits are skipped, the timeout still holds
     resource = None
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def die_with_parent():
+
+def die_with_parent() -> None:
     """Linux: the harness is killed when the process that started it dies (a worker killed
     mid-job must not leave an orphan holding the GPU while its job is re-run elsewhere)."""
     try:
@@ -25,7 +31,7 @@ def die_with_parent():
         pass
 
 
-def limits(cpu_seconds, address_space):
+def limits(cpu_seconds: float | None, address_space: int | None) -> Callable[[], None]:
     """A function that, called in the child, sets its limits (``preexec_fn``)."""
     def apply():
         die_with_parent()

@@ -11,6 +11,8 @@ it has a second thread or a started device), the runner is a fresh interpreter a
 runner runs only this package's code until the judge sends its setup (which holds the candidate),
 and the judge hardens itself before that (verifier/judge.py). Torch-free on purpose.
 """
+from __future__ import annotations
+
 import os
 import signal
 import subprocess
@@ -22,6 +24,10 @@ import traceback
 import warnings
 
 from . import confine
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 # The candidate is untrusted: its process sees the toolchain and GPU settings, never the
 # caller's credentials (database, Redis, secret key, cloud tokens) or the judge's own files.
@@ -39,14 +45,14 @@ _JUDGE_VARIABLES = _PASSED_VARIABLES | {"TMPDIR", "CPATH", "LIBRARY_PATH", "C_IN
 _JUDGE_PREFIXES = _PASSED_PREFIXES + ("KB_", "HARNESS_", "TORCH", "PYTHON", "LC_", "XDG_", "NCCL_")
 
 
-def judge_environment(environ):
+def judge_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if k in _JUDGE_VARIABLES or k.startswith(_JUDGE_PREFIXES)}
 
 
 _clean = False  # set once the judge's environment holds only its own variables
 
 
-def clean_environment():
+def clean_environment() -> None:
     """At the very top of the judge's ``__main__``, before torch: run again with only the judge's
     variables when the caller passed others (exec replaces the process's memory, so what was
     dropped is nowhere in it)."""
@@ -63,11 +69,12 @@ class Spawned:
     """A runner process that waits for its setup: the judge's ends of the channel's pipes, its
     scratch folder, and the judge's children before it existed (the runner's tree is the rest)."""
 
-    def __init__(self, proc, read_fd, write_fd, scratch, known_children, device):
+    def __init__(self, proc: subprocess.Popen[bytes] | ForkedLauncher, read_fd: int, write_fd: int, scratch: str,
+                 known_children: set[int], device: str | None) -> None:
         self.proc, self.read_fd, self.write_fd = proc, read_fd, write_fd
         self.scratch, self.known_children, self.device = scratch, known_children, device
 
-    def discard(self):
+    def discard(self) -> None:
         for fd in (self.read_fd, self.write_fd):
             try:
                 os.close(fd)
@@ -77,7 +84,7 @@ class Spawned:
         subprocess.run(["rm", "-rf", self.scratch], check=False)
 
 
-def kill_group(proc):
+def kill_group(proc: subprocess.Popen[bytes] | ForkedLauncher) -> None:
     """SIGKILL the runner's process group (the launcher and what it started in that session)
     and reap the launcher."""
     try:
@@ -90,7 +97,7 @@ def kill_group(proc):
         pass
 
 
-def spawn(device=None):
+def spawn(device: str | None = None) -> Spawned:
     """Start ``python -m verifier.runner`` on a fresh pair of pipes. ``device`` ("cpu" or
     "cuda", or None when not known yet) lets the runner start the device before its setup."""
     scratch = tempfile.mkdtemp(prefix="kb_runner_")
@@ -118,11 +125,11 @@ class ForkedLauncher:
     """The runner's launcher forked from the judge: what the judge uses of a ``Popen`` (pid,
     stdout, poll, wait, returncode)."""
 
-    def __init__(self, pid, stdout_fd):
+    def __init__(self, pid: int, stdout_fd: int) -> None:
         self.pid, self.returncode = pid, None
         self.stdout = open(stdout_fd, "rb")
 
-    def poll(self):
+    def poll(self) -> int | None:
         if self.returncode is None:
             try:
                 pid, status = os.waitpid(self.pid, os.WNOHANG)
@@ -132,7 +139,7 @@ class ForkedLauncher:
                 self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
             if deadline is not None and time.monotonic() > deadline:
@@ -200,7 +207,7 @@ def _fork_launcher(device, env, scratch, read_fd, write_fd):
 _early = None
 
 
-def spawn_early(argv):
+def spawn_early(argv: list[str]) -> None:
     """In the judge's ``__main__`` once its imports are done (or in a judge a server forked): start
     the runner for the device the command line names (or for a device decided later)."""
     global _early
@@ -213,7 +220,7 @@ def spawn_early(argv):
     _early = spawn(device)
 
 
-def take(device):
+def take(device: str) -> Spawned:
     """The runner started early if it suits ``device``, else a new one."""
     global _early
     early, _early = _early, None
@@ -224,7 +231,7 @@ def take(device):
     return spawn(device)
 
 
-def discard_early():
+def discard_early() -> None:
     """The judge stopped before it needed the runner (a bad reference, a CPU run of CUDA code)."""
     global _early
     early, _early = _early, None

@@ -12,6 +12,8 @@ candidate's code was running (segfault, abort, illegal memory access, out of mem
 timeout/hang) or ``error`` when it happened elsewhere, plus the reason and the log tail.
 No Django imports: the worker and the verification bundle both use this file.
 """
+from __future__ import annotations
+
 import json
 import os
 import signal
@@ -19,17 +21,22 @@ import subprocess
 import tempfile
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from . import judge_server
 from . import result
 from .process_limits import limits
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
 CANDIDATE_STAGES = {"candidate_load", "candidate_call", "candidate_settle", "runner_probes", "timing_setup", "timing",
                     "runner_end"}
 LOG_TAIL = 8000
 
 
-def lower_priority(pid, nice):
+def lower_priority(pid: int, nice: int) -> None:
     """Raise ``pid``'s nice value by ``nice`` (its children inherit it); a priority, not a limit:
     nothing here depends on it holding."""
     try:
@@ -84,7 +91,9 @@ def _tail(path):
         return ""
 
 
-def run_harness_isolated(argv, *, cwd=None, timeout_s, memory_limit_bytes=None, env=None, nice=None):
+def run_harness_isolated(argv: Sequence[str | os.PathLike[str]], *, cwd: str | os.PathLike[str] | None = None,
+                         timeout_s: float, memory_limit_bytes: int | None = None, env: Mapping[str, str] | None = None,
+                         nice: int | None = None) -> dict[str, Any]:
     """Run argv isolated; return the harness document or a failure/error document.
 
     ``nice``: run it (and what it starts) at that lower priority: the worker's builds, so on a
