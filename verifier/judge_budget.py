@@ -13,10 +13,17 @@ runs a step past either bound fails with a blocking flag that names the step, ne
 when one request ran past its own bound. The timing loop ends early, with the rounds it has,
 when too little of the budget is left for more (judge_timing.py).
 """
+from __future__ import annotations
+
 import contextlib
 import time
+from typing import TYPE_CHECKING
 
 from .result import flag
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
 
 DEFAULT_BUDGET_S = {"cuda": 90.0, "cpu": 180.0}
 DEFAULT_PROBE_BUDGET_S = {"cuda": 45.0, "cpu": 90.0}
@@ -33,13 +40,14 @@ STEP_WORDS = {"candidate_call": "the correctness trials", "runner_probes": "the 
 class BudgetExhausted(Exception):
     """Raised by the judge's own loops when the budget ran out; carries the flag."""
 
-    def __init__(self, entry):
+    def __init__(self, entry: dict[str, Any]) -> None:
         super().__init__(entry["evidence"])
         self.flag = entry
 
 
 class Budget:
-    def __init__(self, total_s, request_s, clock=time.monotonic, uncounted=lambda: 0.0):
+    def __init__(self, total_s: float, request_s: float, clock: Callable[[], float] = time.monotonic,
+                 uncounted: Callable[[], float] = lambda: 0.0) -> None:
         self.total_s, self.request_s, self.clock = float(total_s), float(request_s), clock
         self.uncounted = uncounted  # seconds waited for the device so far
         self.excluded_s = 0.0  # the reference's own first calls
@@ -49,12 +57,12 @@ class Budget:
         self.ran_out = None  # the step whose request was cut short by the budget
 
     @classmethod
-    def for_device(cls, device, total_s=None, request_s=None):
+    def for_device(cls, device: str, total_s: float | None = None, request_s: float | None = None) -> Budget:
         total = DEFAULT_BUDGET_S[device] if total_s is None else total_s
         request = DEFAULT_PROBE_BUDGET_S[device] if request_s is None else request_s
         return cls(total, min(request, total))
 
-    def start(self):
+    def start(self) -> None:
         self.started, self.uncounted_at_start = self.clock(), self.uncounted()
 
     def spent(self) -> float:
@@ -72,7 +80,7 @@ class Budget:
             self.request_s += PER_GB_REQUEST_S * gb
 
     @contextlib.contextmanager
-    def not_counted(self):
+    def not_counted(self) -> Iterator[None]:
         """Time that is the reference's (its torch.compile), not the kernel's."""
         t0 = self.clock()
         try:
