@@ -18,10 +18,10 @@ import sys
 import threading
 import time
 import types
-from typing import TYPE_CHECKING
 
 import torch
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any

@@ -7,10 +7,10 @@ the pristine set is kept to check that nobody wrote to it.  No Django imports he
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
 
 import torch
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import ModuleType
