@@ -5,12 +5,19 @@ This is what the AI CUDA Engineer archive's and KernelBench's published runtimes
 harness times differently (docs/harness.md).  Used by gpu_campaign's timing-quality mode and
 by the demo archive's naive evaluator.  No Django imports.
 """
+from __future__ import annotations
+
 import time
+from typing import TYPE_CHECKING
 
 import torch
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def kernelbench_time(call, device, warmup=3, iters=100):
+
+def kernelbench_time(call: Callable[[], object], device: str | torch.device, warmup: int = 3,
+                     iters: int = 100) -> dict[str, float]:
     """Run ``call()`` ``warmup`` times untimed, then ``iters`` times timed; return
     ``{"mean_ms", "min_ms", "max_ms", "n"}``.  Run it under ``torch.no_grad()`` as KernelBench does."""
     cuda = str(device).startswith("cuda")

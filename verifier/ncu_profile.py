@@ -15,6 +15,8 @@ crashes or hangs under the profiler costs a recorded error, never the worker.
 Both return None where there is nothing to do (not on a GPU, or no ncu installed), else
 ``{"raw_text", "parsed", "wall_s", "command"}`` or ``{"error": text}``.
 """
+from __future__ import annotations
+
 import os
 import re
 import shutil
@@ -23,11 +25,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import sandbox
 from .profile_parsers.ncu import parse_ncu_details_csv
 from .profile_parsers.ncu_source import parse_ncu_source_csv
 from .profile_parsers.torch_profile import parse_torch_profile_table
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[1])
 NCU_SECTIONS = ("Occupancy", "WarpStateStats", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis")
@@ -66,8 +73,10 @@ def kernel_names(source: str) -> list[str]:
     return sorted(set(names) - {"void"})
 
 
-def ncu_profile(reference_path, candidate_path, kind, functional_path=None, *, build_dir, timeout_s=300,
-                env=None, device="cuda", source_counters=True, keep_report=None):
+def ncu_profile(reference_path: str | os.PathLike[str], candidate_path: str | os.PathLike[str], kind: str,
+                functional_path: str | os.PathLike[str] | None = None, *, build_dir: str | os.PathLike[str],
+                timeout_s: float = 300, env: Mapping[str, str] | None = None, device: str = "cuda",
+                source_counters: bool = True, keep_report: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
     """``source_counters``: also collect the SourceCounters section (PC sampling, per SASS
     instruction) and read ncu's source page from the report into ``source_hot_spots``
     (verifier/profile_parsers/ncu_source.py). ``keep_report``: a path to copy the report to."""
@@ -125,7 +134,7 @@ def _ncu_run(ncu, names, reference_path, candidate_path, kind, functional_path, 
     return result
 
 
-def ncu_source_hot_spots(ncu, report) -> dict:
+def ncu_source_hot_spots(ncu: str, report: str | os.PathLike[str]) -> dict:
     """ncu's source page of a report (SASS, with the CUDA line of each instruction when the
     build kept line info) → {"kernels": [...top instructions by warp-stall samples...],
     "command"} or {"error"}. Reading a report needs no GPU."""
@@ -151,8 +160,10 @@ def _ncu_import(ncu, report, args, timeout_s=120) -> dict:
     return {"text": text}
 
 
-def torch_profile(reference_path, candidate_path, kind, functional_path=None, *, device, build_dir, timeout_s=300,
-                  env=None):
+def torch_profile(reference_path: str | os.PathLike[str], candidate_path: str | os.PathLike[str], kind: str,
+                  functional_path: str | os.PathLike[str] | None = None, *, device: str,
+                  build_dir: str | os.PathLike[str], timeout_s: float = 300,
+                  env: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     if device != "cuda":
         return None
     command = _driver_args(reference_path, candidate_path, kind, functional_path, build_dir, "torch", TORCH_CALLS)

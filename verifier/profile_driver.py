@@ -11,11 +11,14 @@ times inside it. In ``ncu`` mode the window is cudaProfilerStart/Stop (run under
 key-averages table the document carries. verifier/ncu_profile.py runs this file in the
 sandbox; it prints ``{"verdict": "profiled", ...}`` on success.
 """
+from __future__ import annotations
+
 import argparse
 import contextlib
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -25,11 +28,17 @@ from . import device_lock
 from . import inputs as inp
 from .timing_report import reserved_cpus
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from types import ModuleType
+    from typing import Any
+
 WARM_UP_CALLS = 2
 TORCH_TABLE_ROWS = 20
 
 
-def load_candidate(reference_src, candidate_src, kind, functional_src, device, build_dir):
+def load_candidate(reference_src: str, candidate_src: str, kind: str, functional_src: str | None, device: str,
+                   build_dir: str) -> tuple[Callable[[list[Any]], Any], ModuleType]:
     """(call(inputs), reference module): the candidate wired up the way the harness does it."""
     ref_mod = build.module_from_source(reference_src, "reference", build_dir)
     init_inputs = inp.make_init_inputs(ref_mod)
@@ -57,7 +66,7 @@ def _threads(pid):
 
 
 @contextlib.contextmanager
-def on_reserved_cpus(mode):
+def on_reserved_cpus(mode: str) -> Iterator[None]:
     """While this process has the GPU alone, it and its ncu (whose replay passes are host work
     between the kernel's runs) run on the CPUs the host keeps for timing (KB_TIMING_CPUS):
     nothing else measures then, since every timing loop also holds the GPU alone. Every other
@@ -99,7 +108,8 @@ def on_reserved_cpus(mode):
                     pass
 
 
-def profile(call, inputs, mode, calls, hold):
+def profile(call: Callable[[list[Any]], object], inputs: list[Any], mode: str, calls: int,
+            hold: device_lock.ProcessHold) -> dict[str, str]:
     """Warm up and profile with the device alone (``hold``, a harness_device_lock.ProcessHold):
     other kernels' work must not mix into our counters and durations, and ours must not slow
     another kernel's timing loop."""
@@ -123,7 +133,7 @@ def profile(call, inputs, mode, calls, hold):
         return {"table": table}
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="profile_driver", description=__doc__.split("\n\n")[0])
     p.add_argument("--reference", required=True)
     p.add_argument("--candidate", required=True)
