@@ -1,6 +1,8 @@
 """The judge's handle on the runner process: start it confined, ask it one thing at a time
 within a deadline, and turn every way it can misbehave (dying, hanging, writing what was not
 asked for, exiting early, leaving processes behind) into a named, blocking flag."""
+from __future__ import annotations
+
 import contextlib
 import os
 import signal
@@ -12,6 +14,15 @@ from . import runner_start
 from .channel import Channel, ChannelClosed, ProtocolError
 from .result import flag
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
+
+    import torch
+
+    from .judge_budget import Budget
+
 _SIGNAL_FLAGS = {"SIGSEGV": "segfault", "SIGBUS": "segfault", "SIGABRT": "aborted", "SIGKILL": "killed",
                  "SIGXCPU": "cpu_time_limit", "SIGFPE": "arithmetic_fault", "SIGILL": "illegal_instruction"}
 LOG_LIMIT = 30000
@@ -21,7 +32,7 @@ _CANDIDATE_FAILURES = {"runtime_error", "out_of_memory", "illegal_memory_access"
 class RunnerFailure(Exception):
     """The runner misbehaved or died; carries the flag that says how."""
 
-    def __init__(self, name, evidence, entry=None):
+    def __init__(self, name: str, evidence: str, entry: dict[str, Any] | None = None) -> None:
         super().__init__(evidence)
         self.flag = entry or flag(name, True, evidence, source="judge")
 
@@ -29,7 +40,7 @@ class RunnerFailure(Exception):
 class CandidateRaised(Exception):
     """The candidate raised inside the runner (evidence: the runner's own report)."""
 
-    def __init__(self, name, message):
+    def __init__(self, name: str, message: str) -> None:
         super().__init__(message)
         self.flag = flag(name, True, "the candidate raised: %s" % message[-1500:], source="runner")
 
@@ -41,7 +52,7 @@ def _signal(pid, sig):
         pass
 
 
-def protected_pids():
+def protected_pids() -> list[int]:
     """This process and its ancestors: the runner may signal none of them."""
     pids, pid = [], os.getpid()
     while pid > 1 and len(pids) < 6:
@@ -55,7 +66,8 @@ def protected_pids():
 
 
 class RunnerProcess:
-    def __init__(self, *, setup, build_dir, request_timeout_s, budget=None):
+    def __init__(self, *, setup: dict[str, Any], build_dir: str, request_timeout_s: float,
+                 budget: Budget | None = None) -> None:
         self.request_timeout_s = request_timeout_s
         self.budget = budget  # judge_budget.Budget: bounds every request once the candidate is loaded
         self.setup = dict(setup, build_dir=build_dir, protected_pids=protected_pids())
@@ -71,7 +83,7 @@ class RunnerProcess:
 
     # --- life cycle ------------------------------------------------------------------------
 
-    def start(self):
+    def start(self) -> None:
         """Take the runner the judge started early (verifier/runner_start.py) or start one, and
         send it its setup: from here on it holds the candidate."""
         spawned = runner_start.take(self.setup["device"])
@@ -90,10 +102,10 @@ class RunnerProcess:
             while self.log_bytes > 4 * LOG_LIMIT and len(self.log_chunks) > 1:
                 self.log_bytes -= len(self.log_chunks.pop(0))
 
-    def log(self):
+    def log(self) -> str:
         return b"".join(self.log_chunks).decode("utf-8", "replace")[-LOG_LIMIT:]
 
-    def stop(self):
+    def stop(self) -> tuple[tuple[dict[str, Any], list[torch.Tensor]] | None, list[dict[str, Any]]]:
         """Ask it to finish if it is still serving, make sure it and everything it started is
         gone, and report processes that outlived it. Returns (finish answer or None, flags)."""
         answer, flags = None, []
@@ -131,7 +143,7 @@ class RunnerProcess:
         return answer, flags
 
     @contextlib.contextmanager
-    def frozen(self):
+    def frozen(self) -> Iterator[None]:
         """The runner and everything it started, stopped (SIGSTOP) while the judge times the
         references: no thread or process of the candidate's can load the CPU to slow the
         baseline and fake a speedup. (Work it already queued on the GPU is not stopped; the
@@ -165,11 +177,12 @@ class RunnerProcess:
 
     # --- requests --------------------------------------------------------------------------
 
-    def wait_ready(self):
+    def wait_ready(self) -> tuple[dict[str, Any], list[torch.Tensor]]:
         """The runner's first message: confined, candidate loaded (or not), in answer to setup."""
         return self._answer("setup", 0, "ready", self.request_timeout_s)
 
-    def request(self, kind, values=None, tensors=(), expect=None, timeout=None):
+    def request(self, kind: str, values: dict[str, Any] | None = None, tensors: Iterable[torch.Tensor] = (),
+                expect: str | None = None, timeout: float | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:
         """Send one request and read its one answer: (values, tensors)."""
         if timeout is None:
             timeout = self.budget.request_timeout(self.request_timeout_s) if self.budget else self.request_timeout_s
