@@ -12,11 +12,18 @@ entry is dropped so the next verification times compile again and replaces it. E
 ``MAX_AGE_S`` are re-timed too. The runner never gets this folder (it is not among the folders it
 may write: docs/harness.md, "Shared compile baseline"). No Django imports: shipped in the bundle.
 """
+from __future__ import annotations
+
 import hashlib
 import json
 import os
 import tempfile
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 # |eager now / eager beside the shared figure - 1| allowed: about a loaded H200's spread of GPU-time
 # medians across processes; the host clock of a CPU run (CI) moves far more.
@@ -28,7 +35,8 @@ CLAIM_STALE_S = 600.0
 ENTRY_VERSION = 1
 
 
-def key_of(*, reference_src, versions, timing_settings):
+def key_of(*, reference_src: str, versions: dict[str, Any],
+           timing_settings: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The entry's key: what makes two compile baselines the same measurement."""
     parts = {"reference_sha256": hashlib.sha256(reference_src.encode()).hexdigest(),
              "timing": timing_settings, "entry_version": ENTRY_VERSION,
@@ -39,7 +47,8 @@ def key_of(*, reference_src, versions, timing_settings):
 class SharedBaseline:
     """One task's entry in a host's shared-baseline folder."""
 
-    def __init__(self, directory, *, reference_src, versions, timing_settings, now=time.time):
+    def __init__(self, directory: str | os.PathLike[str], *, reference_src: str, versions: dict[str, Any],
+                 timing_settings: dict[str, Any], now: Callable[[], float] = time.time) -> None:
         self.directory = directory
         self.key, self.parts = key_of(reference_src=reference_src, versions=versions, timing_settings=timing_settings)
         self.path = os.path.join(directory, self.key + ".json")
@@ -47,7 +56,7 @@ class SharedBaseline:
         self.note = None  # why the shared figure was not used, for the document
         self.max_drift = MAX_EAGER_DRIFT.get(timing_settings.get("device"), MAX_EAGER_DRIFT["cpu"])
 
-    def lookup(self):
+    def lookup(self) -> dict[str, Any] | None:
         """The entry, or None (none yet, unreadable, or too old: then this verification re-times it)."""
         try:
             with open(self.path) as fh:
@@ -65,7 +74,7 @@ class SharedBaseline:
             return None
         return entry
 
-    def claim(self):
+    def claim(self) -> bool:
         """True if this verification is to time the baseline: no other one on this host is timing
         it now (a claim file, made atomically, or a stale one taken over)."""
         os.makedirs(self.directory, exist_ok=True)
@@ -83,7 +92,7 @@ class SharedBaseline:
         self.claimed = True
         return True
 
-    def release(self):
+    def release(self) -> None:
         if getattr(self, "claimed", False):
             self.claimed = False
             try:
@@ -91,7 +100,7 @@ class SharedBaseline:
             except FileNotFoundError:
                 pass
 
-    def apply(self, entry, timings):
+    def apply(self, entry: dict[str, Any], timings: dict[str, Any]) -> bool:
         """Put the entry's compile figures in ``timings`` if the eager reference timed now agrees
         with the one timed beside it; otherwise drop the entry and say why. Returns whether used."""
         eager, then = timings.get("eager") or {}, entry.get("eager") or {}
@@ -123,7 +132,7 @@ class SharedBaseline:
         self.note = None
         return True
 
-    def store(self, timings):
+    def store(self, timings: dict[str, Any]) -> bool:
         """Keep this verification's compile and eager figures for the task's later verifications."""
         compiled, eager = timings.get("compile") or {}, timings.get("eager") or {}
         if not compiled.get("median_ms") or not eager.get("median_ms"):

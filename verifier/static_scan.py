@@ -9,11 +9,18 @@ the blocking verdict for everything subtler.
 
 No Django imports here: this file ships inside the verification bundle.
 """
+from __future__ import annotations
+
 import io
 import re
 import tokenize
+from typing import TYPE_CHECKING
 
 from . import checks
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 COMPUTE_NAMES = (
     "matmul|mm|bmm|addmm|baddbmm|addbmm|addmv|mv|dot|linear|einsum|tensordot|conv[123]d|convolution|"
@@ -92,14 +99,14 @@ def _blank(text):
 _CUDA_ONLY = re.compile(r"__global__|__device__|<<<|\bcuda_sources\s*=|#include\s*<cuda|\bcuda[A-Z]\w*\s*\(")
 
 
-def needs_cuda(src, kind):
+def needs_cuda(src: str, kind: str) -> bool:
     """Does this candidate contain CUDA device code (or build some)? Such code cannot be
     judged on the CPU: a CPU run would only report that the host compiler rejects it."""
     text = strip_python_comments(src) if kind == "model_new" else strip_cpp_comments(src)
     return bool(_CUDA_ONLY.search(text))
 
 
-def strip_cpp_comments(src):
+def strip_cpp_comments(src: str) -> str:
     """Blank // and /* */ comments (newlines kept, so line numbers hold); keep literals."""
     out, i, n = [], 0, len(src)
     while i < n:
@@ -126,7 +133,7 @@ def strip_cpp_comments(src):
     return "".join(out)
 
 
-def strip_python_comments(src):
+def strip_python_comments(src: str) -> str:
     """Blank # comments; C++ comments inside string literals (inline kernels) too."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(src).readline))
@@ -185,7 +192,7 @@ _GLUE_OPS = {
 }
 
 
-def python_ops(text):
+def python_ops(text: str) -> set[str]:
     """Lower-case names of the torch ops a Python source calls, glue left out."""
     names = {m.group(1).rstrip("_") for m in _PY_OP_CALL.finditer(text) if not m.group(1).startswith("__")}
     names |= {m.group(1).lower() for m in _PY_MODULE.finditer(text)}
@@ -207,11 +214,12 @@ class Finder:
     strip_cpp_comments = staticmethod(strip_cpp_comments)
 
     @staticmethod
-    def has_any(alternatives, text):
+    def has_any(alternatives: Iterable[str | re.Pattern[str]], text: str) -> bool:
         return any(re.search(pattern, text) for pattern in alternatives)
 
 
-def scan(src, kind, device, reference_src=None, finder=Finder):
+def scan(src: str, kind: str, device: str, reference_src: str | None = None,
+         finder: type[Finder] = Finder) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Return (flags, summary) for the candidate source. With ``reference_src``, a ModelNew
     that builds no kernel and calls every op the reference's own code calls is a library
     call presented as a kernel: the judge decides that from text, where no trick at run
