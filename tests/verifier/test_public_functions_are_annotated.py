@@ -1,8 +1,9 @@
 """Every public function of verifier/ says its types (issue #36): each module-level function and
-each method of such a class whose name does not start with "_" (and every __init__) annotates all its
-parameters but self/cls, *args and **kwargs included, and its return. Checked on the source with
-`ast`, one test per file so the result says which files are done; verifier/cheat_suite/ holds
-hostile candidates and is left out.
+each method of a public class whose name does not start with "_", and each such class's __init__,
+annotates all its parameters but self/cls, *args and **kwargs included, and its return. Other
+dunder methods, private classes and functions defined inside functions are left out. Checked on
+the source with `ast`, one test per file so the result says which files are done;
+verifier/cheat_suite/ holds hostile candidates and is left out.
 
 A test below feeds the checker small sources and shows what it reports and what it leaves alone.
 """
