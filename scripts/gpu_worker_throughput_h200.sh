@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue #16's worker throughput on ONE GPU of a bare 16-core host, in one device call of at most
-# 600 s (docs/worker.md, "Measured on an H200 host"): the site's worker (`manage.py run_huey`, one
+# 600 s (docs/worker_runs.md): the site's worker (`manage.py run_huey`, one
 # consumer, THREADS threads) on the 42 kernels of the earlier 185/h runs (ids 13-26, 47-60, 81-94
 # of a fresh import of the shared sample, interleaved by task), cold build cache, every run
 # building, verifying, ncu-profiling and linting, stopped gracefully at the deadline.

@@ -199,7 +199,7 @@ def test_worker_on_h200_with_the_shared_device_lock_stores_profiles_and_beats_th
 
 
 def test_worker_on_a_16_core_h200_host_cold_start_is_cpu_and_lock_bound():
-    """scripts/gpu_worker_throughput_h200.sh (docs/worker.md, "16 cores, 24 threads"): 10 of 42
+    """scripts/gpu_worker_throughput_h200.sh (docs/worker_runs.md, "The overlapped worker on one 16-core H200 host, 24 threads"): 10 of 42
     kernels in 540 s, every one started at once; each run once, every finished run with its
     ncu profile and lint; builds and the GPU's alone windows as the phases show."""
     data = load("worker_h200_16_cores.json")

@@ -1,7 +1,7 @@
 """Worker runs on GPU hosts: the site's worker verifying the shared sample (and CUDA-L1) on an H200
 or H100, as the fixtures of tests/fixtures/h200/ recorded them (scripts/worker_campaign_fixture.py,
-scripts/h200_worker_sample_fixture.py or an older builder); docs/worker.md, "Measured on an H200
-host", and docs/h200_runs.md cite them.
+scripts/h200_worker_sample_fixture.py or an older builder); docs/worker_runs.md and
+docs/h200_runs.md cite them.
 
 Three parts:
 
@@ -424,7 +424,7 @@ def when(text):
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-# --- worker_ranking_clock_stop_2_9_0.json: docs/worker.md, "Timing stops on the ranking clock"
+# --- worker_ranking_clock_stop_2_9_0.json: docs/worker_runs.md, "Timing stops on the ranking clock"
 
 RANKING_STOP, EVERY_CLOCK_STOP = read_calls(H200_FIXTURES / "worker_ranking_clock_stop_2_9_0.json")
 
@@ -442,7 +442,7 @@ def test_stopping_on_the_ranking_clock_frees_the_gpu_for_the_next_kernel():
     assert RANKING_STOP["summary"]["kernels_per_hour"] > 1.5 * EVERY_CLOCK_STOP["summary"]["kernels_per_hour"]
 
 
-# --- worker_shared_baseline_2_8_0.json: docs/worker.md, "The judge's defaults with a shared
+# --- worker_shared_baseline_2_8_0.json: docs/worker_runs.md, "The judge's defaults with a shared
 # compile baseline"
 
 SHARED_SAMPLE_CALL, SHARED_CUDA_L1_CALL = read_calls(H200_FIXTURES / "worker_shared_baseline_2_8_0.json")
@@ -490,7 +490,7 @@ def test_cuda_l1_kernels_fail_with_named_flags(flag):
     assert any(flag in r["flags"] for r in runs)
 
 
-# --- worker_cpu_jobs_2026_12_01.json: docs/worker.md, "Builds and lints in job order"; its
+# --- worker_cpu_jobs_2026_12_01.json: docs/worker_runs.md, "Builds and lints in job order"; its
 # calls[1] is docs/h200_runs.md's "other 60 rows" (the full documents: sample_worker_2_4_1_b.json)
 
 THE_12 = [1, 2, 3, 4, 6, 7, 9, 10, 11, 77, 100, 102]  # whose latest run was harness 2.1.0 or 2.2.0
@@ -600,7 +600,7 @@ def test_the_judges_defaults_hold_the_gpu_alone_longer_and_compile_in_the_judge(
     assert cpu_per_kernel(defaults["cpu_by_process"], "judge") > 2 * cpu_per_kernel(quick["cpu_by_process"], "judge")
 
 
-# --- worker_judge_threads_2026_12_01.json: docs/worker.md, "One CPU thread a judge"; docs/h200_runs.md,
+# --- worker_judge_threads_2026_12_01.json: docs/worker_runs.md, "One CPU thread a judge"; docs/h200_runs.md,
 # "Harness 2.4.1 through the worker" (the full documents: sample_worker_2_4_1.json)
 
 def probe_judges(probe, variant):
@@ -668,7 +668,7 @@ def test_every_verdict_on_2_4_1_equals_the_rows_earlier_one_but_an_old_false_fai
     assert not any("escaped_process" in row["flags"] for row in rows)
 
 
-# --- worker_levers_2026_12_01.json: docs/worker.md, "Both levers"; docs/h200_runs.md, "The shipped
+# --- worker_levers_2026_12_01.json: docs/worker_runs.md, "Both levers"; docs/h200_runs.md, "The shipped
 # 2.4.0 through the worker" (the full documents: sample_worker_2_4_0.json)
 
 @pytest.fixture(scope="module")
@@ -759,7 +759,7 @@ def test_a_wall_clock_limit_stopped_healthy_lints_under_that_load(levers):
     assert all(row["phases"]["clang_tidy_s"] >= 120 for row in stopped)
 
 
-# --- shipped_2_4_0_2026_12_01.json's worker_warm and ncu_lock: docs/worker.md, "A warm build cache
+# --- shipped_2_4_0_2026_12_01.json's worker_warm and ncu_lock: docs/worker_runs.md, "A warm build cache
 # on one 16-core H200 host" (the same fixture's sample kernels over 5 processes are
 # tests/verifier/test_timing_reproduces_across_processes.py's, its cheat-suite entries
 # tests/verifier/test_cheat_suite_runs_on_gpu_hosts.py's)
@@ -1086,7 +1086,7 @@ def test_the_worker_gives_the_sample_rows_the_2_4_1_verdicts_but_two_load_sensit
     assert not any("more rounds" in (row["document"]["timing"] or {}).get("stop", "") for row in rows.values())
 
 
-# --- ncu_alone_2026_12_01.json: docs/worker.md, "Where the GPU-alone time goes: ncu's window on a
+# --- ncu_alone_2026_12_01.json: docs/worker_runs.md, "Where the GPU-alone time goes: ncu's window on a
 # loaded host" (not a campaign fixture: the worker's runs' GPU-alone split and ncu probes)
 
 NCU_ALONE = load("ncu_alone_2026_12_01.json")
