@@ -3,15 +3,8 @@
 Archive kernels for this task expose ``forward(A, B)``; the harness calls them in
 place of ``module_fn`` through ``Model.forward(..., fn=kernel.forward)``.
 """
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
 import torch
 import torch.nn as nn
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 OP_NAME = "1_Square_matrix_multiplication_"
 
@@ -24,21 +17,21 @@ def module_fn(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
 class Model(nn.Module):
     """Same interface as the reference Model; the computation is delegated to ``fn``."""
 
-    def __init__(self) -> None:
+    def __init__(self):
         super().__init__()
 
-    def forward(self, A: torch.Tensor, B: torch.Tensor, fn: Callable[..., torch.Tensor] = module_fn) -> torch.Tensor:
+    def forward(self, A: torch.Tensor, B: torch.Tensor, fn=module_fn) -> torch.Tensor:
         return fn(A, B)
 
 
 N = 2048
 
 
-def get_inputs() -> list[torch.Tensor]:
+def get_inputs():
     A = torch.randn(N, N)
     B = torch.randn(N, N)
     return [A, B]
 
 
-def get_init_inputs() -> list[object]:
+def get_init_inputs():
     return []

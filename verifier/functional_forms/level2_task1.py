@@ -5,16 +5,9 @@ The parameters are created by the very same ``nn.Conv2d`` and ``torch.randn`` ca
 in the same order, as the reference ``Model``, so under the same seed both hold
 identical values and their outputs can be compared element by element.
 """
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 OP_NAME = "1_Conv2D_ReLU_BiasAdd"
 
@@ -33,8 +26,7 @@ def module_fn(
 
 
 class Model(nn.Module):
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int,
-                 bias_shape: tuple[int, ...]) -> None:
+    def __init__(self, in_channels, out_channels, kernel_size, bias_shape):
         super().__init__()
         # Build the reference's layer so the weights come out of the same RNG draws.
         conv = nn.Conv2d(in_channels, out_channels, kernel_size)
@@ -42,7 +34,7 @@ class Model(nn.Module):
         self.conv_bias = nn.Parameter(conv.bias.detach().clone())
         self.bias = nn.Parameter(torch.randn(bias_shape) * 0.02)
 
-    def forward(self, x: torch.Tensor, fn: Callable[..., torch.Tensor] = module_fn) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, fn=module_fn) -> torch.Tensor:
         return fn(x, self.conv_weight, self.conv_bias, self.bias)
 
 
@@ -54,9 +46,9 @@ kernel_size = 3
 bias_shape = (out_channels, 1, 1)
 
 
-def get_inputs() -> list[torch.Tensor]:
+def get_inputs():
     return [torch.randn(batch_size, in_channels, height, width)]
 
 
-def get_init_inputs() -> list[int | tuple[int, int, int]]:
+def get_init_inputs():
     return [in_channels, out_channels, kernel_size, bias_shape]

@@ -5,16 +5,9 @@ Archive kernels for this task expose
 pybind11 turns Python lists of tensors into those vectors, so ``forward`` below passes
 plain lists rather than the ParameterLists themselves.
 """
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 OP_NAME = "1_MLP"
 
@@ -27,7 +20,7 @@ def module_fn(x: torch.Tensor, weights: list, biases: list) -> torch.Tensor:
 
 
 class Model(nn.Module):
-    def __init__(self, input_size: int, layer_sizes: list[int], output_size: int) -> None:
+    def __init__(self, input_size, layer_sizes, output_size):
         super().__init__()
         # Same nn.Linear constructions in the same order as the reference's Sequential
         # (its nn.ReLU layers draw no random numbers), hence identical initial weights.
@@ -40,7 +33,7 @@ class Model(nn.Module):
             self.biases.append(nn.Parameter(linear.bias.detach().clone()))
             current_input_size = layer_size
 
-    def forward(self, x: torch.Tensor, fn: Callable[..., torch.Tensor] = module_fn) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, fn=module_fn) -> torch.Tensor:
         return fn(x, list(self.weights), list(self.biases))
 
 
@@ -50,9 +43,9 @@ layer_sizes = [400, 800]
 output_size = 500
 
 
-def get_inputs() -> list[torch.Tensor]:
+def get_inputs():
     return [torch.randn(batch_size, input_size)]
 
 
-def get_init_inputs() -> list[int | list[int]]:
+def get_init_inputs():
     return [input_size, layer_sizes, output_size]
