@@ -271,14 +271,3 @@ def collect_versions(device: str, harness_version: str, harness_sha: str) -> dic
         info["gpu_memory_bytes"] = int(props.total_memory)
         info["driver"] = (nvidia_smi(["driver_version"]) or {}).get("driver_version")
     return info
-
-
-def harness_files_sha256() -> str:
-    """sha256 over this directory's harness*.py files (what the bundle ships)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    digest = hashlib.sha256()
-    for fname in sorted(os.listdir(here)):
-        if fname.startswith("harness") and fname.endswith(".py"):
-            with open(os.path.join(here, fname), "rb") as fh:
-                digest.update(fname.encode() + b"\0" + fh.read() + b"\0")
-    return digest.hexdigest()
