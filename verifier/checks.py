@@ -3,24 +3,25 @@ storage, shape, dtype, device), weak-task statistics and reduced-precision evide
 
 No Django imports here: this file ships inside the verification bundle.
 """
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import torch
 
 from . import inputs as inputs_mod
 from . import memory
+from .result import flag  # one flag() for the judge and the runner (checks.flag stays a name for it)
+
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 NEAR_ZERO_ABS = 0.01  # robust-kbench: output |y| < 0.01 everywhere
 INSENSITIVE_STD = 0.01  # robust-kbench: per-element std across inputs < 0.01
 
 
-def flag(name, blocking, evidence, **extra):
-    entry = {"name": name, "blocking": bool(blocking), "evidence": evidence}
-    entry.update(extra)
-    return entry
-
-
-def compare(cand_leaves, ref_leaves, tol):
+def compare(cand_leaves: Sequence[Any], ref_leaves: Sequence[Any], tol: dict[str, Any]) -> dict[str, Any]:
     """Errors of candidate leaves against reference leaves (any devices).
 
     Passing needs: same structure; no non-finite value where the reference is
@@ -119,14 +120,15 @@ def _compare_chunk(c_dev, r, tol, res, sums):
     sums["cand_sq"] += float((c64.where(c_fin, torch.zeros_like(c64)) ** 2).sum())
 
 
-def storage_ptr(t):
+def storage_ptr(t: Any) -> int | None:
     try:
         return t.untyped_storage().data_ptr()
     except Exception:  # subclasses without storage
         return None
 
 
-def structure_findings(out_leaves, ref_leaves, cand_input_tensors, device):
+def structure_findings(out_leaves: Sequence[Any], ref_leaves: Sequence[Any], cand_input_tensors: Sequence[torch.Tensor],
+                       device: str) -> list[dict[str, Any]]:
     """Exact torch.Tensor, right shape/dtype/device, storage not shared with an input."""
     found = []
     input_ptrs = {}
@@ -164,7 +166,7 @@ def structure_findings(out_leaves, ref_leaves, cand_input_tensors, device):
     return found
 
 
-def stack_samples(samples):
+def stack_samples(samples: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
     """samples: list (per seed) of 1-D float64 tensors of equal length -> 2-D tensor or None."""
     samples = [s for s in samples if s is not None]
     if len(samples) < 1 or len({s.numel() for s in samples}) != 1:
@@ -172,7 +174,7 @@ def stack_samples(samples):
     return torch.stack(samples)
 
 
-def task_weakness(ref_stack):
+def task_weakness(ref_stack: torch.Tensor | None) -> list[dict[str, Any]]:
     """robust-kbench's weak-check findings about the reference (task_flags)."""
     found = []
     if ref_stack is None or ref_stack.numel() == 0:
@@ -193,7 +195,7 @@ def task_weakness(ref_stack):
     return found
 
 
-def constant_output(cand_stack, ref_stack):
+def constant_output(cand_stack: torch.Tensor | None, ref_stack: torch.Tensor | None) -> dict[str, Any] | None:
     """Candidate output that does not follow its inputs while the reference does."""
     if cand_stack is None or ref_stack is None or cand_stack.shape != ref_stack.shape or cand_stack.shape[0] < 2:
         return None
@@ -210,7 +212,7 @@ def constant_output(cand_stack, ref_stack):
     return None
 
 
-def representable_fraction(t, dtype):
+def representable_fraction(t: torch.Tensor, dtype: torch.dtype) -> float:
     t = t.detach().to("cpu", torch.float32)
     t = t[torch.isfinite(t)]
     if t.numel() == 0:
@@ -218,14 +220,14 @@ def representable_fraction(t, dtype):
     return float((t.to(dtype).to(torch.float32) == t).double().mean())
 
 
-def round_tf32(t):
+def round_tf32(t: torch.Tensor) -> torch.Tensor:
     """Round-to-nearest of fp32 to TF32 (10 explicit mantissa bits)."""
     bits = t.contiguous().view(torch.int32)
     bits = (bits + 0x1000) & ~0x1FFF
     return bits.view(torch.float32)
 
 
-def round_to(t, how):
+def round_to(t: torch.Tensor, how: torch.dtype | str) -> torch.Tensor:
     if not t.is_floating_point():
         return t
     if how == "tf32":

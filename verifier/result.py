@@ -27,9 +27,15 @@ A document is plain JSON:
   ``device``, ``kind``, ``seeds``, ``log``, ``checks`` (raw evidence), ``sandbox`` (when run
   through verifier/sandbox.py).
 """
+from __future__ import annotations
+
 import json
 import math
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 RESULT_VERSION = 3
 HARNESS_VERSION = "2.9.0"
@@ -38,20 +44,22 @@ BUILD_VERDICT = "built"
 MAX_LOG_CHARS = 30000
 
 
-def flag(name, blocking, evidence, **extra):
+def flag(name: str, blocking: bool, evidence: str, **extra: Any) -> dict[str, Any]:
+    """A finding: ``{name, blocking, evidence}`` plus ``extra`` keys (``source``, ``step``, ...)."""
     entry = {"name": name, "blocking": bool(blocking), "evidence": evidence}
     entry.update(extra)
     return entry
 
 
-def new_document(*, kind=None, device=None):
+def new_document(*, kind: str | None = None, device: str | None = None) -> dict[str, Any]:
     return {"result_version": RESULT_VERSION, "verdict": None, "error": None, "flags": [], "task_flags": [],
             "trials": [], "tolerance": {}, "timings": {}, "speedup": {}, "versions": {}, "device": device,
             "kind": kind, "seeds": [], "log": "", "checks": {}}
 
 
-def failure_document(verdict, reason, flag_name=None, *, blocking=True, log="", sandbox=None, device=None,
-                     kind=None):
+def failure_document(verdict: str, reason: str, flag_name: str | None = None, *, blocking: bool = True,
+                     log: str | None = "", sandbox: dict[str, Any] | None = None, device: str | None = None,
+                     kind: str | None = None) -> dict[str, Any]:
     """A document for a run that produced none of its own (crash, timeout, unreadable output)."""
     doc = new_document(kind=kind, device=device)
     if flag_name:
@@ -63,7 +71,7 @@ def failure_document(verdict, reason, flag_name=None, *, blocking=True, log="", 
     return doc
 
 
-def add_flag(flags, entry):
+def add_flag(flags: list[dict[str, Any]], entry: dict[str, Any]) -> None:
     """One entry per flag name: the first evidence is kept, repeats are counted, and a
     repeat that blocks makes the flag blocking."""
     for existing in flags:
@@ -74,7 +82,7 @@ def add_flag(flags, entry):
     flags.append(entry)
 
 
-def decide(doc):
+def decide(doc: dict[str, Any]) -> str:
     """passed only when every trial passed and no blocking flag was raised."""
     if doc.get("verdict") is not None:
         return doc["verdict"]
@@ -83,7 +91,7 @@ def decide(doc):
     return "passed" if trials and all(t["passed"] for t in trials) and not blocking else "failed"
 
 
-def finite(obj):
+def finite(obj: Any) -> Any:
     """Strict JSON: non-finite floats become null (the accompanying text says why)."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
@@ -94,11 +102,11 @@ def finite(obj):
     return obj
 
 
-def dumps(doc, indent=1):
+def dumps(doc: dict[str, Any], indent: int | None = 1) -> str:
     return json.dumps(finite(doc), indent=indent, default=str, allow_nan=False)
 
 
-def loads(text):
+def loads(text: str | bytes) -> dict[str, Any]:
     """Parse a document from untrusted text; raises ValueError when it is not one."""
     doc = json.loads(text)
     if not isinstance(doc, dict) or doc.get("verdict") not in VERDICTS + (BUILD_VERDICT,):
@@ -111,20 +119,20 @@ def loads(text):
 
 # Readers: the numbers a page, the worker or an export takes from a document.
 
-def _number(value):
+def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def median_ms(doc, name):
+def median_ms(doc: dict[str, Any], name: str) -> float | None:
     entry = (doc.get("timings") or {}).get(name)
     return _number(entry.get("median_ms")) if isinstance(entry, dict) else None
 
 
-def speedup(doc, name):
+def speedup(doc: dict[str, Any], name: str) -> float | None:
     return _number((doc.get("speedup") or {}).get(name))
 
 
-def end_to_end_ms(doc, name):
+def end_to_end_ms(doc: dict[str, Any], name: str) -> float | None:
     """The end-to-end median: its own entry since version 3; a version-2 document's only figure."""
     entry = (doc.get("timings") or {}).get(name)
     if not isinstance(entry, dict):
@@ -135,7 +143,7 @@ def end_to_end_ms(doc, name):
     return _number(e2e.get("median_ms")) if isinstance(e2e, dict) else None
 
 
-def end_to_end_speedup(doc, name):
+def end_to_end_speedup(doc: dict[str, Any], name: str) -> float | None:
     found = doc.get("speedup") or {}
     if "clock" not in found:
         return _number(found.get(name))
@@ -143,7 +151,7 @@ def end_to_end_speedup(doc, name):
     return _number(e2e.get(name)) if isinstance(e2e, dict) else None
 
 
-def timing_clock(doc, name="candidate"):
+def timing_clock(doc: dict[str, Any], name: str = "candidate") -> tuple[str | None, str | None]:
     """(clock, method) of the ranking figure: ``gpu_time``, ``host``, or for a version-2
     document ``end_to_end`` (CUDA events after a 50 us spin, the host's later launches in it)."""
     entry = (doc.get("timings") or {}).get(name)
@@ -156,12 +164,12 @@ def timing_clock(doc, name="candidate"):
     return str(entry.get("clock")), str(entry.get("method") or "")
 
 
-def max_over_trials(doc, key):
+def max_over_trials(doc: dict[str, Any], key: str) -> float | None:
     values = [_number(t.get(key)) for t in doc.get("trials") or [] if isinstance(t, dict)]
     values = [v for v in values if v is not None]
     return max(values) if values else None
 
 
-def all_flags(doc):
+def all_flags(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Candidate flags, then task flags marked as such."""
     return list(doc.get("flags") or []) + [dict(f, task_flag=True) for f in doc.get("task_flags") or []]
