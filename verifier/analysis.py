@@ -4,17 +4,23 @@
 order, dispatcher ops, precision) into named flags: evidence that can fail a kernel and says
 why. See docs/harness.md.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from . import checks
 from . import trials as trials_mod
 
+if TYPE_CHECKING:
+    from typing import Any
 
-def analyse(doc, ctx):
+
+def analyse(doc: dict[str, Any], ctx: trials_mod.Ctx) -> None:
     trials = doc["trials"]
     failed = [t for t in trials if not t["passed"]]
     if failed:
         probe = trials_mod.probe_kernelbench_order(ctx)
-        doc["checks"]["kernelbench_order_probe"] = trials_mod._brief(probe)
+        doc["checks"]["kernelbench_order_probe"] = trials_mod.brief(probe)
         t0 = trials[0]
         first, after = t0["runs"]["first"], t0["runs"]["after_reference"]
         if probe["passed"] and not (first["passed"] and after["passed"]):
@@ -57,7 +63,7 @@ def analyse(doc, ctx):
                                  "from the data" % (few["elements_changed"], few["vs_new_reference"]["reason"])))
     if ctx.device == "cuda":
         order = trials_mod.probe_stream_order(ctx)
-        doc["checks"]["stream_order_probe"] = trials_mod._brief(order)
+        doc["checks"]["stream_order_probe"] = trials_mod.brief(order)
         if not order["passed"] and all(t["passed"] for t in trials):
             ctx.add_flag(checks.flag("unordered_stream_work", True,
                                      "with the inputs written on the caller's stream ~10 ms late (behind a spin "
@@ -89,7 +95,7 @@ def analyse(doc, ctx):
         precision_flag(ctx, prec, bool(failed))
 
 
-def precision_flag(ctx, prec, failed):
+def precision_flag(ctx: trials_mod.Ctx, prec: dict[str, Any], failed: bool) -> None:
     base = prec["fp32_reference_rel_norm_err"]
     reasons = []
     for label in ("bfloat16", "float16", "tf32"):

@@ -54,7 +54,7 @@ from . import static_scan
 from .runner_process import CandidateRaised, RunnerFailure, RunnerProcess
 from .judge_outputs import compare_leaves as _compare, leaves as _leaves, same_shapes as _same_shapes, tensor_count as _tensor_count
 from .runner_session import instantiate  # the same seeded construction as the runner's
-from .trials import _brief, _sample  # one record and sample shape for the runner's trials and the judge's
+from .trials import brief, sample_of  # one record and sample shape for the runner's trials and the judge's
 
 if __name__ == "__main__":  # the runner, forked with torch imported, starts the device while the judge goes on
     runner_start.spawn_early(sys.argv[1:])
@@ -337,12 +337,12 @@ class _Job:
         for label, leaves in (("first", first), ("after_reference", again)):
             runs[label] = _compare(leaves, ref_leaves, self.tol)
         worst = max(runs.values(), key=lambda r: r["rel_norm_err"])
-        ref_samples.append(_sample(ref_leaves))
-        cand_samples.append(_sample(first) if _same_shapes(first, ref_leaves) else None)
+        ref_samples.append(sample_of(ref_leaves))
+        cand_samples.append(sample_of(first) if _same_shapes(first, ref_leaves) else None)
         return {"seed": seed, "passed": all(r["passed"] for r in runs.values()),
                 "max_abs_err": max(r["max_abs_err"] for r in runs.values()),
                 "rel_norm_err": worst["rel_norm_err"], "reason": runs["first"]["reason"] or runs["after_reference"][
-                    "reason"], "runs": {k: _brief(v) for k, v in runs.items()}, "ref_norm": worst["ref_norm"],
+                    "reason"], "runs": {k: brief(v) for k, v in runs.items()}, "ref_norm": worst["ref_norm"],
                 "cand_norm": worst["cand_norm"]}
 
     def _bandwidth_floor(self, ref_model, inputs, median_ms):

@@ -6,7 +6,11 @@ an output copy at return and another after a device-wide sync and a pause.
 
 No Django imports here: this file ships inside the verification bundle.
 """
+from __future__ import annotations
+
 import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -14,6 +18,12 @@ from . import checks
 from . import guard
 from . import inputs as inp
 from . import result
+
+if TYPE_CHECKING:
+    import types
+    from typing import Any, Callable, ContextManager, Sequence
+
+    from .memory import Poisoner
 
 _sleep = time.sleep
 _cuda_sync = torch.cuda.synchronize
@@ -23,31 +33,49 @@ class CandidateError(Exception):
     """The candidate raised; carries the original exception text."""
 
 
+@dataclass(eq=False)
 class Ctx:
-    """State shared by the protocol steps (filled in by harness.verify)."""
+    """State the runner's protocol steps share: the trials and probes here and analysis.analyse.
+    Made by runner_session.RunnerSession; its ``load`` sets the last group of fields (the
+    allocator poisoner, the reference and the candidate) as well as ``settle_s``, ``size_hints``,
+    ``param_*`` and more ``namespaces``; its ``analyse`` sets ``seeds``."""
 
-    def __init__(self, **kw):
-        self.flags = []
-        self.log = []
-        self.samples_ref = []
-        self.samples_cand = []
-        self.size_hints = []
-        self.settle_s = 0.1
-        self.__dict__.update(kw)
+    device: str  # "cuda" or "cpu"
+    tol: dict[str, Any]  # the judge's tolerance (``abs``, ``rel``), as checks.compare takes it
+    stage: Callable[[str], None]  # names the step about to run (the runner's is a no-op)
+    seeds: list[int] = field(default_factory=list)  # the trial seeds, for the probes
+    task_flags: list[dict[str, Any]] = field(default_factory=list)  # findings about the reference
+    ref_mutates: bool = False  # the reference writes to its inputs (then the candidate may too)
+    param_snapshot: dict[str, torch.Tensor] = field(default_factory=dict)  # CPU copies of param_tensors
+    param_tensors: dict[str, torch.Tensor] = field(default_factory=dict)  # the functional form's state
+    namespaces: list[tuple[str, Any]] = field(default_factory=list)  # (label, module or class) guard watches
+    device_hold: Any = None  # runner_session.NoHold: the judge holds the device lock; no step reads it
+    flags: list[dict[str, Any]] = field(default_factory=list)  # the runner's findings (add_flag)
+    log: list[str] = field(default_factory=list)  # build and allocator output
+    samples_ref: list[torch.Tensor | None] = field(default_factory=list)  # per trial: sample_of(reference)
+    samples_cand: list[torch.Tensor | None] = field(default_factory=list)  # per trial: sample_of(candidate)
+    size_hints: list[int] = field(default_factory=list)  # byte sizes of the outputs: blocks to poison
+    settle_s: float = 0.1  # pause after a call before its output is read again
+    # Set by RunnerSession.load:
+    poisoner: Poisoner | None = None
+    ref_mod: types.ModuleType | None = None  # the reference module (get_inputs)
+    ref_call: Callable[[list[Any]], Any] | None = None  # the reference model on a list of inputs
+    cand_call: Callable[[list[Any]], Any] | None = None  # the candidate on a list of inputs
+    rounded_reference: Callable[[Any], ContextManager[Callable[[list[Any]], Any]]] | None = None
 
-    def add_flag(self, entry):
+    def add_flag(self, entry: dict[str, Any]) -> None:
         """One entry per flag name (result.add_flag: repeats are counted, a blocking one blocks)."""
         result.add_flag(self.flags, entry)
 
-    def has_flag(self, name):
+    def has_flag(self, name: str) -> bool:
         return any(f["name"] == name for f in self.flags)
 
-    def sync(self):
+    def sync(self) -> None:
         if self.device == "cuda":
             _cuda_sync()
 
 
-def call_reference(ctx, inputs):
+def call_reference(ctx: Ctx, inputs: list[Any]) -> Any:
     ctx.stage("reference_call")
     with torch.no_grad():
         out = ctx.ref_call(inputs)
@@ -55,7 +83,8 @@ def call_reference(ctx, inputs):
     return out
 
 
-def call_candidate(ctx, gold, gold_cpu, label, poison=True, check_guards=True, ins=None):
+def call_candidate(ctx: Ctx, gold: list[Any], gold_cpu: list[Any], label: str, poison: bool = True,
+                   check_guards: bool = True, ins: list[Any] | None = None) -> dict[str, Any]:
     """One guarded candidate call on a fresh clone of `gold` (or on `ins`, a clone made earlier)."""
     ins = inp.clone_inputs(gold) if ins is None else ins
     if poison:
@@ -119,7 +148,7 @@ def call_candidate(ctx, gold, gold_cpu, label, poison=True, check_guards=True, i
     return rec
 
 
-def run_trial(ctx, seed, gold):
+def run_trial(ctx: Ctx, seed: int, gold: list[Any]) -> tuple[dict[str, Any], list[Any], list[Any]]:
     """One seed's protocol on the inputs the judge sent (``gold``, on the device): candidate
     first on poisoned memory, the reference (this process's copy, kept alive), candidate
     again. Returns this process's trial record (evidence for the probes) and both runs'
@@ -155,22 +184,27 @@ def run_trial(ctx, seed, gold):
         "max_abs_err": max(cmp_a["max_abs_err"], cmp_c["max_abs_err"]),
         "rel_norm_err": max(cmp_a["rel_norm_err"], cmp_c["rel_norm_err"]),
         "reason": cmp_a["reason"] or cmp_c["reason"],
-        "runs": {"first": _brief(cmp_a), "after_reference": _brief(cmp_c)},
+        "runs": {"first": brief(cmp_a), "after_reference": brief(cmp_c)},
         "ref_norm": worst["ref_norm"], "cand_norm": worst["cand_norm"],
     }
-    ctx.samples_ref.append(_sample(ref_cpu))
+    ctx.samples_ref.append(sample_of(ref_cpu))
     same_shapes = all(isinstance(c, torch.Tensor) and tuple(c.shape) == tuple(r.shape)
                       for c, r in zip(rec_a["at_return"], ref_cpu) if isinstance(r, torch.Tensor))
-    ctx.samples_cand.append(_sample(rec_a["at_return"]) if same_shapes else None)
+    ctx.samples_cand.append(sample_of(rec_a["at_return"]) if same_shapes else None)
     return trial, rec_a["at_return"], rec_c["at_return"]
 
 
-def _brief(cmp):
+def brief(cmp: dict[str, Any]) -> dict[str, Any]:
+    """A trial's record of one comparison (checks.compare): the same keys for the runner's
+    trials and the judge's."""
     return {k: cmp[k] for k in ("passed", "max_abs_err", "rel_norm_err", "mismatched", "elements",
                                 "nonfinite_where_ref_finite", "poisoned", "reason")}
 
 
-def _sample(leaves):
+def sample_of(leaves: Sequence[Any]) -> torch.Tensor | None:
+    """A fixed subsample (inputs.subsample: float64, on the CPU) of the exact torch.Tensor
+    leaves, concatenated: what checks.stack_samples compares across seeds. None when there is
+    no such leaf or the subsamples cannot be concatenated."""
     tensors = [t for t in leaves if isinstance(t, torch.Tensor) and type(t) is torch.Tensor]
     if not tensors:
         return None
@@ -180,7 +214,7 @@ def _sample(leaves):
         return None
 
 
-def probe_kernelbench_order(ctx):
+def probe_kernelbench_order(ctx: Ctx) -> dict[str, Any]:
     """Reference first, its output freed (not poisoned), then the candidate: the
     order in which a stale-memory read returns the right answer."""
     seed = ctx.seeds[0]
@@ -203,7 +237,7 @@ def probe_kernelbench_order(ctx):
 STREAM_ORDER_SPIN_CYCLES = 20_000_000
 
 
-def probe_stream_order(ctx):
+def probe_stream_order(ctx: Ctx) -> dict[str, Any]:
     """CUDA only. The inputs are written on the caller's stream behind a ~10 ms spin (their
     floating-point elements hold NaN until then), the candidate is called, and its output is
     copied on the caller's stream right after the return, as a caller's next op would read
@@ -235,7 +269,7 @@ def probe_stream_order(ctx):
     return checks.compare(at_return, ref, ctx.tol)
 
 
-def probe_refill(ctx):
+def probe_refill(ctx: Ctx) -> dict[str, Any] | None:
     """Same input buffers, new contents: a cache keyed on identity or data_ptr replays. First a
     few elements of each floating input change (a cache keyed on the address plus a sample of
     the contents replays too), then all of them."""
@@ -260,10 +294,10 @@ def probe_refill(ctx):
     ref1 = inp.cpu_copy(inp.as_output_list(call_reference(ctx, inp.clone_inputs(g1))))
     cmp_new = checks.compare(second, ref1, ctx.tol)
     cmp_old = checks.compare(second, first, {"abs": 0.0, "rel": 0.0})
-    out = {"vs_new_reference": _brief(cmp_new), "identical_to_previous_output": cmp_old["passed"]}
+    out = {"vs_new_reference": brief(cmp_new), "identical_to_previous_output": cmp_old["passed"]}
     if changed:
         out["few_elements_changed"] = {
-            "elements_changed": changed, "vs_new_reference": _brief(checks.compare(few, ref_few, ctx.tol)),
+            "elements_changed": changed, "vs_new_reference": brief(checks.compare(few, ref_few, ctx.tol)),
             "identical_to_previous_output": checks.compare(few, first, {"abs": 0.0, "rel": 0.0})["passed"]}
     return out
 
@@ -271,7 +305,7 @@ def probe_refill(ctx):
 FEW_ELEMENTS = 16
 
 
-def _change_a_few(buf, donor):
+def _change_a_few(buf: list[Any], donor: list[Any]) -> int:
     """Copy ``donor``'s values into ``buf`` at FEW_ELEMENTS random positions of each floating
     tensor (the same positions in both, so zeros and ranges that depend on the position stay as
     the task made them). Returns how many elements changed."""
@@ -286,7 +320,7 @@ def _change_a_few(buf, donor):
     return changed
 
 
-def record_ops(ctx):
+def record_ops(ctx: Ctx) -> dict[str, Any] | None:
     """aten ops issued by one reference call and one candidate call (dispatcher level)."""
     if guard.OpRecorder is None:
         return None
@@ -304,7 +338,7 @@ def record_ops(ctx):
     return guard.library_verdict(rec_ref.counts, rec_cand.counts)
 
 
-def precision_probe(ctx):
+def precision_probe(ctx: Ctx) -> dict[str, Any]:
     """Does the candidate match a reference computed at lower precision better than the fp32 one?"""
     gold = inp.make_inputs(ctx.ref_mod, ctx.seeds[0], ctx.device)
     gold_cpu = inp.cpu_copy(gold)
