@@ -19,7 +19,12 @@ and everything it reports is evidence.
 5. times candidate and references in interleaved batches it checks (verifier/judge_timing.py);
 6. ends the runner, kills whatever it left behind, and writes the document.
 docs/harness.md explains every check and the threat model.
+
+``verify(...)`` (keywords) is the API; ``run_verification(options, ...)`` takes a
+judge_options.VerifyOptions, which the command line builds once (judge_options.from_args).
 """
+from __future__ import annotations
+
 import sys
 
 if __name__ == "__main__":  # before torch: only the judge's own variables (verifier/runner_start.py)
@@ -32,6 +37,7 @@ import os
 import secrets
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -44,7 +50,7 @@ from . import device_lock
 from . import inputs as inp
 from . import judge_budget
 from . import judge_options
-from .judge_options import DEFAULT_RUNNER_TIMEOUT_S
+from .judge_options import DEFAULT_RUNNER_TIMEOUT_S, VerifyOptions
 from . import judge_timing
 from . import result
 from . import runner_start
@@ -56,6 +62,10 @@ from .judge_outputs import compare_leaves as _compare, leaves as _leaves, same_s
 from .runner_session import instantiate  # the same seeded construction as the runner's
 from .trials import brief, sample_of  # one record and sample shape for the runner's trials and the judge's
 
+if TYPE_CHECKING:
+    import types
+    from typing import Any, Callable, Mapping, Sequence
+
 if __name__ == "__main__":  # the runner, forked with torch imported, starts the device while the judge goes on
     runner_start.spawn_early(sys.argv[1:])
 
@@ -66,17 +76,22 @@ DEFAULT_SEED_COUNT = 3
 DEFAULT_TOLERANCE = {"abs": 1e-2, "rel": 1e-3}
 
 
-class HarnessError(Exception):
+class JudgeError(Exception):
     """Verdict 'error': the judge could not judge (bad reference, no GPU, missing form)."""
 
 
-def _stage_writer(phases, budget):
+# The exception's former name, kept for one release so that code catching it keeps working:
+# use JudgeError.
+HarnessError = JudgeError
+
+
+def _stage_writer(phases: dict[str, float], budget: judge_budget.Budget) -> Callable[[str], None]:
     """Records each step's start (the sandbox reads the file to tell whose fault a crash was),
     the seconds each step took (``checks.phases``) and the step the budget is spent on."""
     path = os.environ.get("HARNESS_STAGE_FILE")
     last = {"name": None, "t": time.monotonic()}
 
-    def stage(name):
+    def stage(name: str) -> None:
         now = time.monotonic()
         if last["name"]:
             phases[last["name"]] = round(phases.get(last["name"], 0.0) + now - last["t"], 3)
@@ -91,7 +106,7 @@ def _stage_writer(phases, budget):
     return stage
 
 
-def module_from_text(src, role):
+def module_from_text(src: str, role: str) -> types.ModuleType:
     """Import source from memory: the judge reads no file the runner could have written."""
     import types
 
@@ -105,33 +120,56 @@ def module_from_text(src, role):
     return mod
 
 
-def verify(*, reference_src, candidate_src, kind, functional_src=None, device="cpu", seeds=None, tolerance=None,
-           time_it=True, build_dir=None, timing_budget_s=None, compile_baseline=True, rse_target=None,
-           start_delay_us=None, build_only=False, runner_timeout_s=DEFAULT_RUNNER_TIMEOUT_S, budget_s=None,
-           probe_budget_s=None, shared_baseline_dir=None):
-    """Run the whole protocol and return the result document (a dict). ``shared_baseline_dir``: the
-    host's folder of compile baselines timed once per task (verifier/shared_baseline.py)."""
-    doc = result.new_document(kind=kind, device=device)
+def verify(*, reference_src: str, candidate_src: str, kind: str, functional_src: str | None = None,
+           device: str = "cpu", seeds: Sequence[int] | None = None, tolerance: Mapping[str, float | None] | None = None,
+           time_it: bool = True, build_dir: str | None = None, timing_budget_s: float | None = None,
+           compile_baseline: bool = True, rse_target: float | None = None, start_delay_us: float | None = None,
+           build_only: bool = False, runner_timeout_s: float = DEFAULT_RUNNER_TIMEOUT_S, budget_s: float | None = None,
+           probe_budget_s: float | None = None, shared_baseline_dir: str | None = None) -> dict[str, Any]:
+    """Run the whole protocol and return the result document (a dict). The keywords after the
+    sources are judge_options.VerifyOptions' fields (what each means, and its default);
+    ``shared_baseline_dir``: the host's folder of compile baselines timed once per task
+    (verifier/shared_baseline.py)."""
+    options = VerifyOptions(
+        kind=kind, device=device, seeds=seeds, tolerance=tolerance, time_it=time_it, build_dir=build_dir,
+        timing_budget_s=timing_budget_s, compile_baseline=compile_baseline, rse_target=rse_target,
+        start_delay_us=start_delay_us, build_only=build_only, runner_timeout_s=runner_timeout_s, budget_s=budget_s,
+        probe_budget_s=probe_budget_s, shared_baseline_dir=shared_baseline_dir)
+    return run_verification(options, reference_src=reference_src, candidate_src=candidate_src,
+                            functional_src=functional_src)
+
+
+def _tolerance(options: VerifyOptions) -> dict[str, Any]:
+    """The document's ``tolerance``: DEFAULT_TOLERANCE with the options' values, and the tests'
+    definitions in words."""
     tol = dict(DEFAULT_TOLERANCE)
-    tol.update({k: float(v) for k, v in (tolerance or {}).items() if v is not None})
+    tol.update(options.tolerance)
     tol["elementwise"] = "|out - ref| <= abs * (1 + |ref|) for every element"
     tol["rel_definition"] = "||out - ref|| / ||ref|| <= rel"
+    return tol
+
+
+def run_verification(options: VerifyOptions, *, reference_src: str, candidate_src: str,
+                     functional_src: str | None = None) -> dict[str, Any]:
+    """verify() on an options record: the whole protocol, and the result document (a dict)."""
+    device = options.device
+    doc = result.new_document(kind=options.kind, device=device)
+    tol = _tolerance(options)
     doc["tolerance"] = tol
     doc["checks"]["phases"] = {}
     budget = judge_budget.Budget.for_device(device if device in judge_budget.DEFAULT_BUDGET_S else "cpu",
-                                            budget_s, probe_budget_s)
+                                            options.budget_s, options.probe_budget_s)
     stage = _stage_writer(doc["checks"]["phases"], budget)
     stage("judge_start")
     doc["checks"]["confinement"] = confine.harden_judge()
     hold = device_lock.ProcessHold.from_environment(device)
     budget.uncounted = lambda: hold.stats["exclusive_wait_s"]
-    job = _Job(doc, stage, tol, device, kind, budget)
+    job = _Job(doc, stage, tol, device, options.kind, budget)
     try:
         hold.start()
-        job.run(reference_src, candidate_src, functional_src, seeds, time_it, build_dir or build.default_build_dir(),
-                timing_budget_s, compile_baseline, rse_target, start_delay_us, build_only, runner_timeout_s, hold,
-                shared_baseline_dir=shared_baseline_dir)
-    except HarnessError as exc:
+        job.run(options, reference_src=reference_src, candidate_src=candidate_src, functional_src=functional_src,
+                hold=hold)
+    except JudgeError as exc:
         doc["verdict"], doc["error"] = "error", str(exc)
     except (RunnerFailure, CandidateRaised, judge_budget.BudgetExhausted) as exc:
         job.add(exc.flag)
@@ -149,7 +187,7 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
     if budget.started is not None:
         doc["checks"]["budget"] = budget.report()
     doc["verdict"] = result.decide(doc)
-    if doc["verdict"] == "built" or build_only:
+    if doc["verdict"] == "built" or options.build_only:
         doc["verdict"] = "built" if doc["verdict"] in ("passed", "built") and not any(
             f["blocking"] for f in doc["flags"]) else doc["verdict"]
     if doc["task_flags"] and doc["verdict"] == "passed":
@@ -164,21 +202,22 @@ def verify(*, reference_src, candidate_src, kind, functional_src=None, device="c
 class _Job:
     """One verification's state, step by step."""
 
-    def __init__(self, doc, stage, tol, device, kind, budget):
+    def __init__(self, doc: dict[str, Any], stage: Callable[[str], None], tol: dict[str, Any], device: str,
+                 kind: str, budget: judge_budget.Budget) -> None:
         self.doc, self.stage, self.tol, self.device, self.kind = doc, stage, tol, device, kind
         self.budget = budget
-        self.runner = None
+        self.runner: RunnerProcess | None = None
 
-    def add(self, entry):
+    def add(self, entry: dict[str, Any]) -> None:
         entry.setdefault("source", "judge")
         result.add_flag(self.doc["flags"], entry)
 
-    def blocked(self):
+    def blocked(self) -> bool:
         """A blocking finding from running the candidate. Static findings block the verdict
         but not timing: the timed-call checks still have their say, as evidence."""
         return any(f["blocking"] and f.get("source") != "static" for f in self.doc["flags"] + self.runner_flags())
 
-    def runner_flags(self):
+    def runner_flags(self) -> list[dict[str, Any]]:
         out = []
         for f in (self.runner.last_flags if self.runner else []):
             if isinstance(f, dict) and isinstance(f.get("name"), str):
@@ -186,21 +225,23 @@ class _Job:
                                        source="runner"))
         return out
 
-    def run(self, reference_src, candidate_src, functional_src, seeds, time_it, build_dir, timing_budget_s,
-            compile_baseline, rse_target, start_delay_us, build_only, runner_timeout_s, hold, shared_baseline_dir=None):
+    def run(self, options: VerifyOptions, *, reference_src: str, candidate_src: str, functional_src: str | None,
+            hold: device_lock.ProcessHold) -> None:
+        """The protocol's steps (the module's docstring) up to the runner's end (end_runner)."""
         doc, device, kind = self.doc, self.device, self.kind
+        build_dir, build_only = options.build_dir or build.default_build_dir(), options.build_only
         if kind not in ("model_new", "cuda_forward"):
-            raise HarnessError("unknown kind %r (model_new or cuda_forward)" % kind)
+            raise JudgeError("unknown kind %r (model_new or cuda_forward)" % kind)
         if device not in ("cuda", "cpu"):
-            raise HarnessError("unknown device %r" % device)
+            raise JudgeError("unknown device %r" % device)
         if device == "cuda" and not torch.cuda.is_available():
-            raise HarnessError("device cuda requested but torch.cuda.is_available() is False")
+            raise JudgeError("device cuda requested but torch.cuda.is_available() is False")
         os.makedirs(build_dir, exist_ok=True)
         doc["versions"] = build.collect_versions(device, result.HARNESS_VERSION, shipped_files_sha256())
         if device == "cpu" and static_scan.needs_cuda(candidate_src, kind):
-            raise HarnessError("this candidate is CUDA code: %s it with --device cuda (a CPU run verifies only "
-                               "C++-only candidates); no verdict on its correctness was reached"
-                               % ("build" if build_only else "run"))
+            raise JudgeError("this candidate is CUDA code: %s it with --device cuda (a CPU run verifies only "
+                             "C++-only candidates); no verdict on its correctness was reached"
+                             % ("build" if build_only else "run"))
         if device == "cuda":  # an accurate fp32 reference: no TF32 in matmul or cuDNN
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
@@ -211,11 +252,11 @@ class _Job:
             init_inputs = inp.make_init_inputs(ref_mod)
             ref_model = instantiate(ref_mod.Model, init_inputs, device)
         except Exception as exc:
-            raise HarnessError("reference failed to load: %s: %s" % (type(exc).__name__, exc)) from None
+            raise JudgeError("reference failed to load: %s: %s" % (type(exc).__name__, exc)) from None
         has_state = any(True for _ in ref_model.parameters()) or any(True for _ in ref_model.buffers())
         if kind == "cuda_forward" and not functional_src and has_state:
-            raise HarnessError("the reference Model has parameters/buffers, so a cuda_forward kernel needs the task's "
-                               "functional form (--functional) to receive them")
+            raise JudgeError("the reference Model has parameters/buffers, so a cuda_forward kernel needs the task's "
+                             "functional form (--functional) to receive them")
         if not build_only:
             sflags, doc["checks"]["static"] = static_scan.scan(candidate_src, kind, device, reference_src)
             for f in sflags:
@@ -231,7 +272,7 @@ class _Job:
             setup={"reference_src": reference_src, "candidate_src": candidate_src, "functional_src": functional_src,
                    "kind": kind, "device": device, "tolerance": self.tol, "build_only": build_only,
                    "pch_header": pch_header},
-            build_dir=build_dir, request_timeout_s=runner_timeout_s, budget=self.budget)
+            build_dir=build_dir, request_timeout_s=options.runner_timeout_s, budget=self.budget)
         self.runner.start()
         ready, _ = self.runner.wait_ready()
         self.budget.start()  # the build and load had the runner's timeout; the rest shares the budget
@@ -249,7 +290,7 @@ class _Job:
             doc["verdict"] = "built"
             return
         # The seeds are drawn now, after the candidate is loaded: nothing it ran could know them.
-        given = list(seeds or [])
+        given = list(options.seeds)
         doc["seeds"] = given or [secrets.randbelow(2 ** 31) for _ in range(DEFAULT_SEED_COUNT)]
         doc["checks"]["seed_source"] = "given on the command line" if given else \
             "drawn by the judge after the candidate loaded"
@@ -278,23 +319,25 @@ class _Job:
         self.stage("runner_probes")
         self.runner.request("analyse", {"seeds": doc["seeds"]}, expect="analysed")
         self._within_budget()
-        if not time_it:
+        if not options.time_it:
             doc["timings"] = {"skipped": "timing disabled (--no-timing)"}
         elif self.blocked() or failed:
             doc["timings"] = {"skipped": "not timed: the candidate failed correctness or raised a blocking flag "
                                          "when it ran"}
         else:
             self.stage("timing_setup")
-            budget = timing_budget_s if timing_budget_s is not None else (10.0 if device == "cuda" else 3.0)
-            shared = None if not shared_baseline_dir else shared_baseline.SharedBaseline(
-                shared_baseline_dir, reference_src=reference_src, versions=doc["versions"],
-                timing_settings={"device": device, "budget_s": budget, "rse_target": rse_target,
-                                 "start_delay_us": start_delay_us})
+            timing_s = options.timing_budget_s if options.timing_budget_s is not None else (
+                10.0 if device == "cuda" else 3.0)
+            shared = None if not options.shared_baseline_dir else shared_baseline.SharedBaseline(
+                options.shared_baseline_dir, reference_src=reference_src, versions=doc["versions"],
+                timing_settings={"device": device, "budget_s": timing_s, "rse_target": options.rse_target,
+                                 "start_delay_us": options.start_delay_us})
             try:
                 timings, speedup, info, tflags, inputs = judge_timing.time_candidate(
                     runner=self.runner, ref_model=ref_model, ref_mod=ref_mod, device=device, tol=self.tol,
-                    budget_s=budget, compile_baseline=compile_baseline, rse_target=rse_target,
-                    start_delay_us=start_delay_us, hold=hold, stage=self.stage, budget=self.budget, shared=shared)
+                    budget_s=timing_s, compile_baseline=options.compile_baseline, rse_target=options.rse_target,
+                    start_delay_us=options.start_delay_us, hold=hold, stage=self.stage, budget=self.budget,
+                    shared=shared)
             finally:
                 if shared is not None:
                     shared.release()
@@ -360,7 +403,7 @@ class _Job:
                                  "(%d bytes at %.3g B/s, %s): impossible without skipping work or caching"
                                  % (median_ms, floor_ms, moved, bw, source)))
 
-    def end_runner(self):
+    def end_runner(self) -> None:
         if self.runner is None:
             return
         answer, flags = self.runner.stop()
@@ -378,7 +421,7 @@ class _Job:
         self.doc["checks"]["escaped_processes"] = self.runner.escaped
 
 
-def shipped_files_sha256():
+def shipped_files_sha256() -> str:
     """sha256 over the verifier modules a verification runs (what the bundle ships)."""
     import hashlib
 
@@ -390,7 +433,7 @@ def shipped_files_sha256():
     return digest.hexdigest()
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     args = judge_options.parse(argv)
     stdout = build.JsonStdout()  # nothing but the document reaches stdout
     try:
@@ -402,17 +445,8 @@ def main(argv=None):
         if args.functional:
             with open(args.functional) as fh:
                 fn_src = fh.read()
-        seeds = list(args.seed or [])
-        if args.seeds:
-            seeds += [int(s) for s in args.seeds.split(",") if s.strip()]
-        device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        doc = verify(reference_src=ref_src, candidate_src=cand_src, kind=args.kind or judge_options.guess_kind(cand_src),
-                     functional_src=fn_src, device=device, seeds=seeds,
-                     tolerance={"abs": args.tolerance_abs, "rel": args.tolerance_rel}, time_it=not args.no_timing,
-                     build_dir=args.build_dir, timing_budget_s=args.time_budget, compile_baseline=not args.no_compile,
-                     rse_target=args.rse_target, start_delay_us=args.start_delay_us, build_only=args.build_only,
-                     runner_timeout_s=args.runner_timeout, budget_s=args.budget, probe_budget_s=args.probe_budget,
-                     shared_baseline_dir=args.shared_baseline_dir)
+        options = judge_options.from_args(args, candidate_src=cand_src, cuda_available=torch.cuda.is_available)
+        doc = run_verification(options, reference_src=ref_src, candidate_src=cand_src, functional_src=fn_src)
     except OSError as exc:
         doc = result.failure_document("error", "cannot read input: %s" % exc)
     text = result.dumps(doc)

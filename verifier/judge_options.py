@@ -1,11 +1,66 @@
-"""The judge's command line (``python -m verifier.judge``): its options, and the kernel kind
-guessed from the source when ``--kind`` is not given."""
+"""The judge's command line (``python -m verifier.judge``): its options, the kernel kind
+guessed from the source when ``--kind`` is not given, and VerifyOptions, the record of one
+verification's settings that the judge passes down (built once, from the command line or from
+``judge.verify``'s keywords)."""
+from __future__ import annotations
+
 import argparse
+import types
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Callable, Iterable, Mapping, Sequence
 
 DEFAULT_RUNNER_TIMEOUT_S = 1800.0
 
 
-def parse(argv):
+@dataclass(frozen=True)
+class VerifyOptions:
+    """How one verification runs: everything but the sources. ``None`` means the default, which
+    the judge picks where it is used (named here beside each field)."""
+
+    kind: str  # model_new or cuda_forward (anything else: verdict error)
+    device: str = "cpu"  # cuda or cpu (anything else: verdict error)
+    seeds: Iterable[int] = ()  # the trial seeds given (a tuple); empty: drawn after the candidate loads
+    tolerance: Mapping[str, float | None] | None = None  # abs/rel overriding judge.DEFAULT_TOLERANCE
+    time_it: bool = True  # False: --no-timing
+    build_dir: str | None = None  # None: build.default_build_dir()
+    timing_budget_s: float | None = None  # seconds of interleaved timing; None: 10 cuda, 3 cpu
+    compile_baseline: bool = True  # False: --no-compile, no torch.compile baseline
+    rse_target: float | None = None  # stop timing below this relative standard error; None: timing's default
+    start_delay_us: float | None = None  # GPU spin before each timed call; None: timing's default
+    build_only: bool = False  # only build and load the candidate (verdict built)
+    runner_timeout_s: float = DEFAULT_RUNNER_TIMEOUT_S  # any one step of the runner, its build included
+    budget_s: float | None = None  # the whole verification once loaded; None: judge_budget's default
+    probe_budget_s: float | None = None  # any one request once loaded; None: judge_budget's default
+    shared_baseline_dir: str | None = None  # the host's shared compile baselines (verifier/shared_baseline.py)
+
+    def __post_init__(self) -> None:
+        # What callers pass, made read-only: any iterable of seeds becomes a tuple; of the
+        # tolerance, the values given (not None), as floats, in the order given.
+        object.__setattr__(self, "seeds", tuple(self.seeds or ()))
+        object.__setattr__(self, "tolerance", types.MappingProxyType(
+            {k: float(v) for k, v in (self.tolerance or {}).items() if v is not None}))
+
+
+def from_args(args: argparse.Namespace, *, candidate_src: str,
+              cuda_available: Callable[[], bool]) -> VerifyOptions:
+    """The options of a command line (``parse``): ``--kind`` or the kind guessed from the
+    candidate's source; ``--device`` or cuda when ``cuda_available()``, else cpu."""
+    seeds = list(args.seed or [])
+    if args.seeds:
+        seeds += [int(s) for s in args.seeds.split(",") if s.strip()]
+    return VerifyOptions(
+        kind=args.kind or guess_kind(candidate_src), device=args.device or ("cuda" if cuda_available() else "cpu"),
+        seeds=seeds, tolerance={"abs": args.tolerance_abs, "rel": args.tolerance_rel}, time_it=not args.no_timing,
+        build_dir=args.build_dir, timing_budget_s=args.time_budget, compile_baseline=not args.no_compile,
+        rse_target=args.rse_target, start_delay_us=args.start_delay_us, build_only=args.build_only,
+        runner_timeout_s=args.runner_timeout, budget_s=args.budget, probe_budget_s=args.probe_budget,
+        shared_baseline_dir=args.shared_baseline_dir)
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="judge", description="Verify a kernel against its task's reference; "
                                 "print the verdict document (verifier/result.py).")
     p.add_argument("--reference", required=True)
@@ -41,5 +96,5 @@ def parse(argv):
     return p.parse_args(argv)
 
 
-def guess_kind(src):
+def guess_kind(src: str) -> str:
     return "model_new" if "class ModelNew" in src else "cuda_forward"
