@@ -18,12 +18,18 @@ free block.  When it cannot be built the harness falls back to allocating and
 poisoning blocks of the expected output sizes (best effort) and says so.
 No Django imports here: this file ships inside the verification bundle.
 """
+from __future__ import annotations
+
 import hashlib
 import os
+from typing import TYPE_CHECKING
 
 import torch
 
 from . import build
+
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 POISON_BYTE = 0xFF
 
@@ -147,14 +153,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 class Poisoner:
     """Fills the allocator's free memory with 0xFF before candidate calls."""
 
-    def __init__(self, device, log):
+    def __init__(self, device: str, log: list[str]) -> None:
         self.device = device
         self.log = log
         self.cpu_ext = None
         self.mode = "none"
         self.last_bytes = 0
 
-    def setup_cpu(self, build_dir):
+    def setup_cpu(self, build_dir: str) -> str:
         """Build and install the caching CPU allocator; returns a short status string."""
         if os.environ.get("KB_HARNESS_NO_CPU_CACHING_ALLOCATOR"):
             self.mode = "cpu-best-effort"
@@ -180,7 +186,7 @@ class Poisoner:
         self.mode = "cpu-caching-allocator"
         return "caching CPU allocator installed (exact-size reuse, 512-byte classes)"
 
-    def poison(self, size_hints=()):
+    def poison(self, size_hints: Iterable[int] = ()) -> int:
         """Poison free memory; size_hints are byte sizes of blocks the candidate may ask for."""
         if self.device == "cuda":
             self.last_bytes = _poison_cuda(size_hints)
@@ -197,7 +203,7 @@ class Poisoner:
             self.last_bytes = _poison_best_effort(size_hints)
         return self.last_bytes
 
-    def release_cache(self):
+    def release_cache(self) -> None:
         """Hand cached free blocks back, so the next free block of a size is the one freed next."""
         if self.device == "cuda":
             torch.cuda.synchronize()
@@ -205,7 +211,7 @@ class Poisoner:
         elif self.cpu_ext is not None:
             self.cpu_ext.trim()
 
-    def stats(self):
+    def stats(self) -> dict[str, Any]:
         if self.cpu_ext is not None:
             cached, reused, fresh, live = self.cpu_ext.stats()
             return {"mode": self.mode, "cached_bytes": cached, "reused_blocks": reused,
@@ -251,7 +257,7 @@ def _poison_best_effort(size_hints):
     return total
 
 
-def is_poison(t):
+def is_poison(t: torch.Tensor) -> torch.Tensor:
     """Boolean mask of elements that carry the poison pattern (NaN for floats, -1 for ints)."""
     if t.is_floating_point() or t.is_complex():
         return torch.isnan(t)

@@ -8,11 +8,17 @@ proper (so whatever the candidate forks dies with it); the runner imports torch,
 the device, confines itself (verifier/confine.py) and reports that confinement in its first
 message. Only then does it load the reference and the candidate.
 """
+from __future__ import annotations
+
 import os
 import sys
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing before the runner's torch
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
-def launch(read_fd, write_fd, device_hint):
+
+def launch(read_fd: int, write_fd: int, device_hint: str | None) -> NoReturn:
     """Fork the runner proper into fresh namespaces; wait and pass on its exit status."""
     from verifier import confine
 
@@ -36,13 +42,13 @@ def launch(read_fd, write_fd, device_hint):
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
-def _start_device(torch, device):
+def _start_device(torch: Any, device: str | None) -> None:
     if device == "cuda":
         torch.cuda.init()
         torch.zeros(1, device="cuda")
 
 
-def _serve(read_fd, write_fd, namespaces, device_hint):
+def _serve(read_fd: int, write_fd: int, namespaces: dict[str, Any], device_hint: str | None) -> int:
     import traceback
 
     import torch
@@ -67,7 +73,7 @@ def _serve(read_fd, write_fd, namespaces, device_hint):
     report.update(confine.confine(writable_dirs=setup["writable_dirs"], protected_pids=setup["protected_pids"]))
     session = RunnerSession(setup)
 
-    def answer(kind, request_id, tensors=(), **values):
+    def answer(kind: str, request_id: Any, tensors: Any = (), **values: Any) -> None:
         values["flags"] = session.flags()
         channel.send({"type": kind, "id": request_id}, tensors, values=values)
 
@@ -119,7 +125,7 @@ def _serve(read_fd, write_fd, namespaces, device_hint):
                    traceback=traceback.format_exc()[-3000:])
 
 
-def _flatten(leaves):
+def _flatten(leaves: list[Any]) -> tuple[list[dict[str, Any]], list[Any]]:
     """Output leaves -> (descriptors, tensors): a tensor becomes {"tensor": i}, a plain value
     stays itself, anything else is described by its type."""
     described, tensors = [], []
@@ -134,11 +140,11 @@ def _flatten(leaves):
     return described, tensors
 
 
-def _rebuild(structure, tensors):
+def _rebuild(structure: list[dict[str, Any]], tensors: list[Any]) -> list[Any]:
     return [tensors[item["tensor"]] if "tensor" in item else item.get("value") for item in structure]
 
 
-def main():
+def main() -> None:
     read_fd, write_fd = int(sys.argv[1]), int(sys.argv[2])
     launch(read_fd, write_fd, sys.argv[3] if len(sys.argv) > 3 else None)
 

@@ -4,9 +4,12 @@ batches of calls and hand back outputs. Everything here runs in the process the 
 shares, so all it produces is evidence: a flag raised here can fail a kernel (the candidate
 gains nothing by raising one), but only the judge's own checks can pass it.
 """
+from __future__ import annotations
+
 import contextlib
 import copy
 import os
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -20,33 +23,36 @@ from . import memory
 from . import timing
 from . import trials as trials_mod
 
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
+
 INIT_SEED = 42
 
 
 class NoHold:
     """The judge holds the device lock for both processes; the runner takes none."""
 
-    def start(self):
+    def start(self) -> None:
         pass
 
-    def stop(self):
+    def stop(self) -> None:
         pass
 
     @contextlib.contextmanager
-    def alone(self):
+    def alone(self) -> Iterator[None]:
         yield
 
-    def report(self):
+    def report(self) -> None:
         return None
 
 
-def instantiate(cls, init_inputs, device):
+def instantiate(cls: type, init_inputs: list[Any], device: str) -> Any:
     inp.seed_everything(INIT_SEED)
     model = cls(*copy.deepcopy(init_inputs))
     return model.to(device).eval() if isinstance(model, torch.nn.Module) else model
 
 
-def copy_matching_state(src_model, dst_model):
+def copy_matching_state(src_model: Any, dst_model: Any) -> list[str]:
     if not isinstance(dst_model, torch.nn.Module) or not isinstance(src_model, torch.nn.Module):
         return []
     src_state, dst_state = src_model.state_dict(), dst_model.state_dict()
@@ -55,7 +61,7 @@ def copy_matching_state(src_model, dst_model):
     return sorted(same)
 
 
-def candidate_failure_name(message):
+def candidate_failure_name(message: str) -> str:
     """The flag for an exception the candidate raised: its cause when we can tell it."""
     lowered = message.lower()
     if "out of memory" in lowered or "can't allocate" in lowered or "memoryerror" in lowered:
@@ -66,7 +72,7 @@ def candidate_failure_name(message):
 
 
 class RunnerSession:
-    def __init__(self, setup):
+    def __init__(self, setup: dict[str, Any]) -> None:
         self.setup = setup
         self.device = setup["device"]
         self.kind = setup["kind"]
@@ -89,8 +95,8 @@ class RunnerSession:
 
     # --- loading -------------------------------------------------------------------------
 
-    def load(self, build_only=False):
-        """Build and load the candidate. Returns (loaded, log)."""
+    def load(self, build_only: bool = False) -> bool:
+        """Build and load the candidate. Returns whether it loaded (the log is in ``ctx.log``)."""
         ctx, device, setup = self.ctx, self.device, self.setup
         if device == "cuda":  # an accurate fp32 reference: no TF32 in matmul or cuDNN
             torch.backends.cuda.matmul.allow_tf32 = False
@@ -159,9 +165,9 @@ class RunnerSession:
         self.ctx.sync()
         return [t.numel() * t.element_size() for t in out if isinstance(t, torch.Tensor)]  # poison these sizes
 
-    def _rounded_reference_factory(self, ref_model):
+    def _rounded_reference_factory(self, ref_model: Any) -> Callable[[torch.dtype | str], Any]:
         @contextlib.contextmanager
-        def rounded(how):
+        def rounded(how: torch.dtype | str) -> Iterator[Callable[[list[Any]], Any]]:
             model = copy.deepcopy(ref_model)
             with torch.no_grad():
                 for t in list(model.parameters()) + list(model.buffers()):
@@ -171,19 +177,19 @@ class RunnerSession:
 
     # --- requests --------------------------------------------------------------------------
 
-    def trial(self, seed, gold):
+    def trial(self, seed: int, gold: list[Any]) -> tuple[dict[str, Any], list[Any], list[Any]]:
         gold = inp.map_tensors(gold, lambda t: t.to(self.device))
         trial, first, again = trials_mod.run_trial(self.ctx, seed, gold)
         self.trials.append(trial)
         return trial, first, again
 
-    def analyse(self, seeds):
+    def analyse(self, seeds: list[int]) -> None:
         self.ctx.seeds = list(seeds)
         doc = {"trials": self.trials, "checks": {}}
         analysis.analyse(doc, self.ctx)
         self.checks.update(doc["checks"])
 
-    def timing_setup(self, weight_seed, start_delay_us, inputs_on_device):
+    def timing_setup(self, weight_seed: int, start_delay_us: float | None, inputs_on_device: Any) -> None:
         ref_mod, device, on_device = self.ctx.ref_mod, self.device, bool(inputs_on_device)
         self.make_inputs = lambda seed: inp.make_timing_inputs(ref_mod, seed, device, on_device)
         self.weights = timing.FingerprintWeights(weight_seed, self.device)
@@ -192,7 +198,7 @@ class RunnerSession:
         # which would sit inside the judge's clock around the batch.
         self.timing_snapshot = guard.snapshot(self.ctx.namespaces)
 
-    def _caller_for(self, clock):
+    def _caller_for(self, clock: dict[str, Any]) -> Any:
         """The caller for the clock the judge asked for (``clock``: ``{"clock": "gpu_time",
         "spin_us": S, "busy": bool, "cpus": [...]}``, ``{"clock": "kernel_time", ...}``; anything
         else: the end-to-end clock), made once and kept while the clock's settings stay."""
@@ -210,12 +216,12 @@ class RunnerSession:
             return self.kernel_caller
         return self.caller
 
-    def prepare_batch(self, clock=None):
+    def prepare_batch(self, clock: Any = None) -> None:
         """Before the judge's clock around the next batch starts, and before its seeds are sent:
         the clock's profile of the whole batch begins (outside_work.py)."""
         self._caller_for(clock if isinstance(clock, dict) else {}).prepare()
 
-    def time_batch(self, seeds, clock=None):
+    def time_batch(self, seeds: list[int], clock: Any = None) -> dict[str, Any]:
         """One batch, a call on the task's inputs for each seed, on the clock the judge asked for
         (``_caller_for``), pinned to the CPUs it named. What this reports is checked by the judge
         like every timed call."""
@@ -231,7 +237,7 @@ class RunnerSession:
             answer["cpus"] = pinned
         return answer
 
-    def kernel_times(self):
+    def kernel_times(self) -> dict[str, Any]:
         """The last profiled batch's figures (its caller's ``finish``: kernel_time.KernelTimeCaller
         or QueuedBusyCaller), asked for after the judge's clock around that batch stopped."""
         if self.profiled_batch is None:
@@ -239,7 +245,7 @@ class RunnerSession:
         (caller, ms), self.profiled_batch = self.profiled_batch, None
         return caller.finish({"ms": ms})
 
-    def _pin(self, cpus):
+    def _pin(self, cpus: Any) -> list[int] | str | None:
         """Pin this thread to the judge's choice of CPUs; the affinity that holds after."""
         if not isinstance(cpus, list) or not cpus or not all(isinstance(c, int) and c >= 0 for c in cpus):
             return None
@@ -250,7 +256,7 @@ class RunnerSession:
         except (OSError, AttributeError) as exc:
             return "not pinned: %s" % exc
 
-    def timing_done(self):
+    def timing_done(self) -> None:
         if getattr(self, "timing_snapshot", None) is None:
             return
         changed = guard.changes(self.timing_snapshot, guard.snapshot(self.ctx.namespaces))
@@ -258,16 +264,16 @@ class RunnerSession:
         if changed:
             self.ctx.add_flag(checks.flag("patched_environment", True, "during timing: %s" % ", ".join(changed[:12])))
 
-    def fetch(self, index):
+    def fetch(self, index: int) -> list[Any]:
         return self.batch_outputs[index]
 
-    def flags(self):
+    def flags(self) -> list[dict[str, Any]]:
         return self.ctx.flags
 
-    def log(self):
+    def log(self) -> str:
         return "".join(self.ctx.log)[-30000:]
 
-    def finish_checks(self):
+    def finish_checks(self) -> dict[str, Any]:
         self.timing_done()
         out = dict(self.checks)
         if getattr(self.ctx, "poisoner", None) is not None:
