@@ -17,7 +17,14 @@ does not report one fails the kernel, and one that hides work from the profiler 
 off from native code) is left to the judge's clock: docs/harness.md, Threat model.
 No Django imports here: this file ships inside the verification bundle.
 """
+from __future__ import annotations
+
 import statistics
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
 
 SPIN_KERNEL = "spin_kernel"  # torch.cuda._sleep's kernel: the clocks' one spin per call
 TOP_NAMES = 8
@@ -31,7 +38,7 @@ OUTSIDE_ALLOWANCE = (0.003, 0.1)
 FOREIGN_ALLOWANCE = (0.0005, 0.1)
 
 
-def union_ms(spans_ns):
+def union_ms(spans_ns: Iterable[tuple[int, int]]) -> float:
     """The busy time (ms) of a set of (start, end) intervals in ns."""
     total, end = 0, None
     for start, stop in sorted(spans_ns):
@@ -44,7 +51,7 @@ def union_ms(spans_ns):
     return total / 1e6
 
 
-def summarize(activities, n_calls):
+def summarize(activities: Sequence[dict[str, Any]], n_calls: int) -> dict[str, Any]:
     """A batch's device work outside its calls, from device activities given as dicts with
     ``name``, ``start_ns``, ``duration_ns``: ``ms_per_call`` (busy time / calls, the harness's
     spins left out: the ``n_calls`` shortest activities named like torch's spin kernel, so a
@@ -63,7 +70,7 @@ def summarize(activities, n_calls):
     return {"ms_per_call": busy / max(n_calls, 1), "activities": len(counted), "top": top}
 
 
-def well_formed(summary):
+def well_formed(summary: object) -> bool:
     """Is ``summary`` (from the runner) a summarize() result?"""
     if not isinstance(summary, dict):
         return False
@@ -76,11 +83,11 @@ class Rounds:
     """The outside-call summaries of the candidate's and the eager reference's batches on one
     profiled clock, round by round (``add``), and the verdict on them (``verdict``)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.candidate, self.reference, self.candidate_top, self.reference_names = [], [], {}, set()
         self.malformed, self.calls = 0, 0
 
-    def add(self, candidate, reference, calls):
+    def add(self, candidate: Any, reference: dict[str, Any], calls: int) -> None:
         """One round of ``calls`` calls: the runner's summary (anything, checked here) and the judge's own."""
         if not well_formed(candidate):
             self.malformed += 1
@@ -94,7 +101,7 @@ class Rounds:
                 ms, count = self.candidate_top.get(str(row[0])[:200], (0.0, 0))
                 self.candidate_top[str(row[0])[:200]] = (ms + float(row[1]), count + int(row[2] or 0))
 
-    def report(self, candidate_median_ms):
+    def report(self, candidate_median_ms: float | None) -> dict[str, Any]:
         """The figures the document keeps: medians per call, the excess and its allowance."""
         cand = statistics.median(self.candidate) if self.candidate else None
         ref = statistics.median(self.reference) if self.reference else None
@@ -110,7 +117,7 @@ class Rounds:
                     self.candidate_top.items(), key=lambda item: -item[1][0])][:TOP_NAMES],
                 "not_the_harness": [[name, round(ms, 6), n] for name, ms, n in foreign[:TOP_NAMES]]}
 
-    def verdict(self, clock, candidate_median_ms):
+    def verdict(self, clock: str, candidate_median_ms: float | None) -> tuple[dict[str, Any], str | None]:
         """(report, flag arguments or None): ``work_outside_call`` when the candidate's batches
         kept the device busier outside their calls than the harness's own work does."""
         report = self.report(candidate_median_ms)

@@ -4,6 +4,8 @@ clock, the speedups, the judge's-clock verdict per clock, and the task flags tim
 (``launch_bound``, ``large_headroom``). Pure bookkeeping over samples judge_timing.py
 collected; no Django (this file ships in every bundle).
 """
+from __future__ import annotations
+
 import math
 import os
 import statistics
@@ -11,6 +13,14 @@ import statistics
 from . import kernel_time
 from . import timing
 from .result import flag
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    # clock -> implementation -> {"ms": [...], "host_ms": [...], profiled keys: [...]} (judge_timing.py)
+    Samples = dict[str, dict[str, dict[str, list[Any]]]]
 
 # What each clock measures, named in the document beside every figure.
 METHODS = {
@@ -34,12 +44,12 @@ HIDDEN_MAJORITY = 0.5
 MEDIAN_BOUND_CONFIDENCE = 0.95
 
 
-def clocks_for(device):
+def clocks_for(device: str) -> tuple[str, ...]:
     """The clocks timed, in the order rounds alternate them."""
     return ("gpu_time", "end_to_end") if device == "cuda" else ("host",)
 
 
-def waiting_calls(hidden):
+def waiting_calls(hidden: dict[str, Any]) -> dict[str, str]:
     """The implementations (of ``{name: [launch hidden per call]}``, from a GPU-time batch) whose
     launch was hidden in fewer than HIDDEN_MAJORITY of their calls: they wait for the device
     inside the call, so the GPU-time clock would time the host too."""
@@ -52,7 +62,7 @@ def waiting_calls(hidden):
     return found
 
 
-def queue_spin_us(launch_ms):
+def queue_spin_us(launch_ms: dict[str, list[float]]) -> float:
     """The GPU-time spin for every implementation alike (so the judge's clock accounts for the
     same spin on both sides): three times the slowest median host launch seen in the warm-up,
     plus 30 us, at least 100 us. A runner that reports a longer launch only makes every call
@@ -66,7 +76,7 @@ def queue_spin_us(launch_ms):
 RESERVED_CPUS_VARIABLE = "KB_TIMING_CPUS"
 
 
-def reserved_cpus(text=None):
+def reserved_cpus(text: str | None = None) -> list[int]:
     """CPUs the host keeps free for timing loops (``KB_TIMING_CPUS``, or ``text``, e.g. ``0,1``
     or ``0-1``; the worker starts everything else away from them), or []."""
     cpus = []
@@ -87,7 +97,7 @@ class Pinning:
     saw 10-13 ms stalls in random batches and failed 3 honest kernels (timing_unaccounted);
     with nothing reserved the scheduler keeps both free to move, and the document says so."""
 
-    def __init__(self, device):
+    def __init__(self, device: str) -> None:
         self.report = {"pinned": device == "cuda"}
         self.before = None
         self.judge_cpus, self.runner_cpus = None, None
@@ -95,7 +105,7 @@ class Pinning:
             self.report["reason"] = "not pinned on the CPU device: the kernel's own threads share the host"
             self.report["judge"] = sorted(os.sched_getaffinity(0))
 
-    def __enter__(self):
+    def __enter__(self) -> Pinning:
         if not self.report["pinned"]:
             return self
         try:
@@ -116,11 +126,11 @@ class Pinning:
             self.report.update(pinned=False, reason="could not pin: %s" % exc)
         return self
 
-    def runner_reported(self, cpus):
+    def runner_reported(self, cpus: Any) -> None:
         if cpus is not None and "runner_reported" not in self.report:
             self.report["runner_reported"] = cpus if isinstance(cpus, (list, str)) else repr(cpus)[:200]
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         if self.before is not None:
             try:
                 os.sched_setaffinity(0, self.before)
@@ -129,7 +139,9 @@ class Pinning:
         return False
 
 
-def summarize_clocks(samples, clocks, hidden, why_kernel_time=None, gpu_time_busy=None):
+def summarize_clocks(samples: Samples, clocks: Sequence[str], hidden: dict[str, list[Any]],
+                     why_kernel_time: str | None = None,
+                     gpu_time_busy: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """``timings`` for the document: per implementation the ranking clock's figures at the top
     (``median_ms`` ...) with its ``clock`` and ``method``, and the end-to-end figures under
     ``end_to_end``; on the CPU both are the host clock and ``gpu_time`` says why. On a profiled
@@ -170,9 +182,9 @@ def summarize_clocks(samples, clocks, hidden, why_kernel_time=None, gpu_time_bus
     return out
 
 
-def speedups(timings):
+def speedups(timings: dict[str, Any]) -> dict[str, Any]:
     """vs_eager / vs_compile on the ranking clock, and the same on the end-to-end clock."""
-    def ratios(pick):
+    def ratios(pick: Any) -> dict[str, float]:
         cand = pick(timings.get("candidate") or {})
         found = {}
         for name, key in (("eager", "vs_eager"), ("compile", "vs_compile")):
@@ -189,13 +201,13 @@ def speedups(timings):
     return speedup
 
 
-def clock_allowance(allowance_rule, candidate_median_ms):
+def clock_allowance(allowance_rule: tuple[float, float], candidate_median_ms: float | None) -> float:
     """The unaccounted time per call a clock allows: max(ms, fraction of the candidate's median)."""
     abs_ms, frac = allowance_rule
     return max(abs_ms, frac * (candidate_median_ms or 0.0))
 
 
-def judge_noise_ms(own_per_round):
+def judge_noise_ms(own_per_round: Sequence[float]) -> float:
     """The noise of the judge's clock per call, from its own overhead per call in each round of
     one clock (the same reference loop every round): the spread a difference of two such batches
     has (sqrt 2 times a robust sigma, IQR / 1.349), reported beside the allowance so a reader can
@@ -206,11 +218,11 @@ def judge_noise_ms(own_per_round):
     return math.sqrt(2.0) * (q[2] - q[0]) / 1.349
 
 
-def median_of_rounds(per_round):
+def median_of_rounds(per_round: Sequence[float]) -> float:
     return sorted(per_round)[len(per_round) // 2] if per_round else 0.0
 
 
-def median_lower_bound(per_round, confidence=MEDIAN_BOUND_CONFIDENCE):
+def median_lower_bound(per_round: Sequence[float], confidence: float = MEDIAN_BOUND_CONFIDENCE) -> float | None:
     """A lower bound on the median of the distribution the rounds come from, at ``confidence``
     whatever that distribution is: the k-th smallest round, for the largest k with
     P(Binomial(n, 1/2) <= k - 1) <= 1 - confidence (the median is under the k-th smallest of n
@@ -225,13 +237,15 @@ def median_lower_bound(per_round, confidence=MEDIAN_BOUND_CONFIDENCE):
     return sorted(per_round)[k - 1] if k else None
 
 
-def clocks_over_allowance(unaccounted, candidate_medians, allowance_rule):
+def clocks_over_allowance(unaccounted: dict[str, list[float]], candidate_medians: dict[str, float | None],
+                          allowance_rule: tuple[float, float]) -> list[str]:
     """The clocks whose median unaccounted time over the rounds so far is over its allowance."""
     return [clock for clock, per_round in unaccounted.items()
             if median_of_rounds(per_round) > clock_allowance(allowance_rule, candidate_medians.get(clock))]
 
 
-def clocks_undecided(unaccounted, candidate_medians, allowance_rule):
+def clocks_undecided(unaccounted: dict[str, list[float]], candidate_medians: dict[str, float | None],
+                     allowance_rule: tuple[float, float]) -> list[str]:
     """The clocks whose median is over the allowance while the median's lower bound
     (median_lower_bound) is not: the rounds so far cannot tell a kernel that hides time from an
     honest one whose host was loaded in some rounds. Work hidden outside the window in every round
@@ -244,7 +258,9 @@ def clocks_undecided(unaccounted, candidate_medians, allowance_rule):
     return undecided
 
 
-def unaccounted_verdict(unaccounted, timings, allowance_rule, noise=None):
+def unaccounted_verdict(unaccounted: dict[str, list[float]], timings: dict[str, Any],
+                        allowance_rule: tuple[float, float],
+                        noise: dict[str, float] | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The judge's-clock check per clock: the median over its rounds of the runner's unaccounted
     time per call against ``clock_allowance``. Returns (report, flag or None); the report's top
     level is the clock nearest its allowance."""
@@ -278,7 +294,7 @@ def unaccounted_verdict(unaccounted, timings, allowance_rule, noise=None):
                         source="judge")
 
 
-def task_flags(doc):
+def task_flags(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Timing's findings about the task (advisory), from a finished document:
 
     - ``launch_bound``: the eager reference's end-to-end time is at least LAUNCH_BOUND_RATIO
