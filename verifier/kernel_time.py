@@ -188,11 +188,11 @@ class KernelTimeCaller(timing.TimedCaller):
         return answer
 
 
-# What the events of a queued call hold beyond its kernels' own durations, measured on the H200
-# (scripts/gpu_small_kernel_probe.py, 8 processes): 2.0-2.8 us for a call of one kernel (the
-# event pair and the front end starting the kernel; it moves by 0.4 us between processes, which
-# is 5 % of a 8 us softmax), 4.2-4.7 us for two dependent kernels. A queued call's busy time may
-# leave out at most this much of its events; beyond it the events less this much stand.
+# A queued call's busy time may leave out at most this much of its events (what they hold beyond
+# its kernels: the event pair and the front end starting them); beyond it the events less this
+# much stand. Measured on the H200 over 8 processes, 2.0-2.8 us for one kernel and 4.2-4.7 us for
+# two dependent ones: docs/h200_runs.md, "Harness 2.4.0 on the H200" ("Why the small kernels
+# moved"); docs/harness.md, Timing.
 EVENT_OVERHEAD_US = 4.0
 EVENT_OVERHEAD_PER_EXTRA_ACTIVITY_US = 2.5
 
