@@ -10,26 +10,41 @@ under the profiler. Each profiled clock is tried on one batch on both sides firs
 fails, the events rank and the document says why. On the CPU: the host clock alone.
 No Django imports here: this file ships inside the verification bundle.
 """
+from __future__ import annotations
+
 import secrets
 
 from . import kernel_time
 from . import timing
 from . import timing_report
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from .timing import FingerprintWeights, TimedCaller
+
+    Implementations = Sequence[tuple[str, Callable[[Any], Any]]]  # [(name, fn)]
+    # (seeds, the clock asked for or None) -> (the runner's answer, the judge's clock around it, ms)
+    CandidateBatch = Callable[[list[int], "dict[str, Any] | None"], "tuple[dict[str, Any], float]"]
+
 SEED_BOUND = 2 ** 62
 
 
-def seeds(n):
+def seeds(n: int) -> list[int]:
     """One input seed per call."""
     return [secrets.randbelow(SEED_BOUND) for _ in range(n)]
 
 
-def numbers(values, batch):
+def numbers(values: object, batch: int) -> bool:
+    """Is ``values`` (the runner's, untrusted) a list of ``batch`` numbers, none negative?"""
     return (isinstance(values, list) and len(values) == batch and
             all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in values))
 
 
-def bools(values, batch):
+def bools(values: object, batch: int) -> bool:
+    """Is ``values`` (the runner's, untrusted) a list of ``batch`` booleans?"""
     return isinstance(values, list) and len(values) == batch and all(isinstance(v, bool) for v in values)
 
 
@@ -38,12 +53,15 @@ class Chosen:
     the GPU-time spin, and why: ``why_kernel_time`` (set when a call waits for the device, used
     or not) and ``gpu_time_busy`` (``{used, why, spin_us}``, set when GPU time ranks)."""
 
-    def __init__(self, clocks, callers, request, spin_us):
+    def __init__(self, clocks: tuple[str, ...], callers: dict[str, Any], request: dict[str, dict[str, Any]],
+                 spin_us: float | None) -> None:
         self.clocks, self.callers, self.request, self.spin_us = clocks, callers, request, spin_us
         self.why_kernel_time, self.gpu_time_busy = None, None
 
 
-def choose(*, device, live, make, batch, weights, candidate_batch, end_to_end, start_delay_us, launch):
+def choose(*, device: str, live: Implementations, make: Callable[[int], Any], batch: int,
+           weights: FingerprintWeights, candidate_batch: CandidateBatch, end_to_end: TimedCaller,
+           start_delay_us: float | None, launch: dict[str, list[float]]) -> Chosen:
     """``live``: the judge's implementations that warmed up ([(name, fn)]); ``launch``: the host
     launch times of the end-to-end warm-up per implementation, the candidate's included;
     ``candidate_batch(seeds, clock)``: the runner's answer and the judge's clock around it."""
@@ -99,7 +117,9 @@ def _try_busy_gpu_time(chosen, device, live, make, batch, weights, candidate_bat
     chosen.request["gpu_time"].update(busy=True, spin_us=chosen.spin_us)
 
 
-def profiled_clock_fails(live, make, batch, caller, weights, candidate_batch, request):
+def profiled_clock_fails(live: Implementations, make: Callable[[int], Any], batch: int, caller: Any,
+                         weights: FingerprintWeights, candidate_batch: CandidateBatch,
+                         request: dict[str, Any]) -> tuple[str | None, dict[str, list[float]] | None]:
     """(None, launch ms per implementation) when the profiled ``caller`` (kernel_time.KernelTimeCaller,
     QueuedBusyCaller) works on both sides, else (why not, None): one warm-up batch of every
     implementation on it (the profiler's first start costs seconds, kept out of the rounds),
