@@ -22,6 +22,8 @@ correlation id. An activity belongs to the call whose range holds its runtime ca
 the range holds the call alone (not the caller's L2 flush or spin).
 No Django imports here: this file ships inside the verification bundle.
 """
+from __future__ import annotations
+
 import contextlib
 
 from torch.autograd.profiler import profile as _profile
@@ -29,6 +31,11 @@ from torch.autograd.profiler import record_function as _record_function
 
 from . import outside_work
 from . import timing
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+    from typing import Any
 
 LABEL = "kb_timed_call_%d"
 METHOD = ("GPU kernel time: the device's busy time during the call, the union of the intervals of every kernel, "
@@ -60,7 +67,7 @@ def _owners(events):
     return owner
 
 
-def busy_ms_per_call(events, n_calls):
+def busy_ms_per_call(events: Sequence[dict[str, Any]], n_calls: int) -> list[tuple[float | None, int]]:
     """Per call ``LABEL % i`` (i < n_calls): (device-busy ms, activities), from events given as
     dicts with ``name``, ``device`` (bool), ``start_ns``, ``duration_ns``, ``correlation_id``,
     ``annotation`` (bool). A call with no device activity tied to it gets (None, 0)."""
@@ -73,7 +80,7 @@ def busy_ms_per_call(events, n_calls):
             (intervals[i] for i in range(n_calls))]
 
 
-def outside_calls(events, n_calls):
+def outside_calls(events: Sequence[dict[str, Any]], n_calls: int) -> dict[str, Any]:
     """outside_work.summarize of the device activities no call of the batch launched."""
     owner = _owners(events)
     return outside_work.summarize([e for e in events if e["device"] and not e["annotation"] and
@@ -98,10 +105,10 @@ class ProfiledBatch:
     torch._inductor, which imports torch._dynamo and rebinds torch.manual_seed in the
     candidate's process (a change the runner's snapshots report as patched)."""
 
-    def __init__(self, device):
+    def __init__(self, device: str) -> None:
         self.device, self.index, self.profiler = device, 0, None
 
-    def labelled(self, fn):
+    def labelled(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         label = LABEL % self.index
         self.index += 1
 
@@ -111,7 +118,7 @@ class ProfiledBatch:
 
         return call
 
-    def start(self):
+    def start(self) -> None:
         """A new profile for the next batch (a running one is dropped)."""
         self.stop()
         self.index = 0
@@ -120,21 +127,22 @@ class ProfiledBatch:
         self.profiler.__enter__()
 
     @contextlib.contextmanager
-    def batch(self):
+    def batch(self) -> Iterator[None]:
         """Around the batch's calls: the profile ``start`` began, or one begun now."""
         if self.profiler is None:
             self.start()
         self.index = 0
         yield
 
-    def stop(self):
+    def stop(self) -> _profile | None:
+        """The running profile, stopped (None when none runs)."""
         if self.profiler is not None:
             profiler, self.profiler = self.profiler, None
             profiler.__exit__(None, None, None)
             return profiler
         return None
 
-    def read(self, n_calls):
+    def read(self, n_calls: int) -> tuple[list[tuple[float | None, int]] | None, dict[str, Any] | None, str | None]:
         """(busy_ms_per_call for the batch's calls, outside_calls for the rest of its device work,
         None) or (None, None, why the profiler could not be read)."""
         try:
@@ -197,7 +205,7 @@ EVENT_OVERHEAD_US = 4.0
 EVENT_OVERHEAD_PER_EXTRA_ACTIVITY_US = 2.5
 
 
-def bounded_busy_ms(busy_ms, activities, event_ms):
+def bounded_busy_ms(busy_ms: float | None, activities: int, event_ms: float) -> float:
     """A queued call's GPU-time figure: its device busy time, but never less than its events
     less the overhead a call of that many activities has (EVENT_OVERHEAD_US, plus
     EVENT_OVERHEAD_PER_EXTRA_ACTIVITY_US for each activity after the first). Device work the

@@ -18,6 +18,8 @@ imported - before any candidate code runs - so a candidate that patches
 ``time.perf_counter`` or ``torch.cuda.Event`` cannot change what is measured.
 No Django imports here: this file ships inside the verification bundle.
 """
+from __future__ import annotations
+
 import contextlib
 import math
 import statistics
@@ -27,6 +29,11 @@ import torch
 
 from . import build
 from . import inputs as inputs_mod
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 _perf = time.perf_counter
 _sleep = time.sleep
@@ -48,7 +55,7 @@ BANDWIDTH_TABLE = [
 ]
 
 
-def median_iqr(values):
+def median_iqr(values: Sequence[float]) -> tuple[float | None, float | None]:
     vals = sorted(values)
     n = len(vals)
     if n == 0:
@@ -60,7 +67,7 @@ def median_iqr(values):
     return med, q[2] - q[0]
 
 
-def rse_of_median(values):
+def rse_of_median(values: Sequence[float]) -> float:
     """Relative standard error of the median: 1.2533 * sigma / sqrt(n) / median, sigma from the IQR."""
     med, iqr = median_iqr(values)
     if not med or len(values) < 4:
@@ -69,14 +76,14 @@ def rse_of_median(values):
     return 1.2533 * sigma / math.sqrt(len(values)) / med
 
 
-def summarize(ms, host_ms):
+def summarize(ms: Sequence[float], host_ms: Sequence[float]) -> dict[str, Any]:
     med, iqr = median_iqr(ms)
     hmed, _ = median_iqr(host_ms)
     return {"median_ms": med, "iqr_ms": iqr, "n": len(ms), "mean_ms": statistics.fmean(ms) if ms else None,
             "host_median_ms": hmed, "min_ms": min(ms) if ms else None, "rse": rse_of_median(ms)}
 
 
-def device_bandwidth(device, task_bytes=64 << 20):
+def device_bandwidth(device: str, task_bytes: int = 64 << 20) -> tuple[float, str]:
     """(bytes/s, where it came from) for the bytes-moved floor."""
     if device == "cuda":
         name = torch.cuda.get_device_name()
@@ -95,7 +102,7 @@ def device_bandwidth(device, task_bytes=64 << 20):
             measured, size, 64 << 20)
 
 
-def measure_copy_bandwidth(device, nbytes):
+def measure_copy_bandwidth(device: str, nbytes: int) -> float:
     src = torch.empty(nbytes // 4, dtype=torch.float32, device=device).fill_(1.0)
     dst = torch.empty_like(src)
     best = float("inf")
@@ -113,7 +120,7 @@ def measure_copy_bandwidth(device, nbytes):
 GPU_CLOCK_FIELDS = ("clocks.sm", "clocks.mem", "power.draw", "temperature.gpu", "clocks_event_reasons.active")
 
 
-def gpu_clocks():
+def gpu_clocks() -> dict[str, str] | None:
     """This process's GPU's clocks (MHz), power (W), temperature (C) and throttle-reason mask,
     from nvidia-smi; None when it cannot be asked."""
     try:
@@ -127,7 +134,7 @@ def gpu_clocks():
 class L2Flusher:
     """Writes a buffer twice the L2 size between timed calls (cuda only)."""
 
-    def __init__(self, device):
+    def __init__(self, device: str) -> None:
         self.buf = None
         if device == "cuda":
             l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or (
@@ -135,18 +142,16 @@ class L2Flusher:
             self.buf = torch.empty(int(2 * l2) // 4, dtype=torch.float32, device="cuda")
             self.bytes = int(2 * l2)
 
-    def flush(self):
+    def flush(self) -> None:
         if self.buf is not None:
             self.buf.zero_()
 
 
 DEFAULT_RSE_TARGET = 0.01
-# Measured on the H200 (docs/h200_runs.md, timing quality): after the device-wide synchronize the
-# stream is idle, so a start event recorded there fires at once and the events then time the
-# host's launch of the call too (Python, dispatch: ~10-20 us, varying with the process's CPU
-# placement and load) - a few percent of a 0.27 ms kernel, different in every process. A spin
-# kernel queued before the start event keeps the GPU busy while the host launches the call, so
-# the start event fires just before the call's first kernel runs.
+# A spin kernel queued before the start event keeps the GPU busy while the host launches the call,
+# so the start event fires just before the call's first kernel runs, not when the host starts the
+# launch (its time moves with the process's CPU; docs/h200_runs.md, "Harness 1.2.0 on the H200
+# (2026-11-30): timing quality").
 DEFAULT_START_DELAY_US = 50.0
 _SPIN_CYCLES_PER_US = 2000  # a 2 GHz clock; a slower clock only makes the delay longer
 
@@ -263,17 +268,17 @@ class FingerprintWeights:
     fingerprint of an output is its dot product with them, so a fingerprint that matches the
     reference's can only come from computing the output."""
 
-    def __init__(self, seed, device):
+    def __init__(self, seed: int, device: str) -> None:
         self.seed, self.device, self.cache = int(seed), device, {}
 
-    def __call__(self, numel):
+    def __call__(self, numel: int) -> torch.Tensor:
         if numel not in self.cache:
             gen = torch.Generator().manual_seed(self.seed + numel)
             self.cache[numel] = torch.randn(numel, generator=gen, dtype=torch.float64).to(self.device)
         return self.cache[numel]
 
 
-def fingerprint(leaf, weights):
+def fingerprint(leaf: Any, weights: FingerprintWeights) -> Any:
     """float (NaN when the output holds NaN) for a tensor leaf; the value itself otherwise."""
     if not isinstance(leaf, torch.Tensor):
         return leaf if isinstance(leaf, (int, float, bool)) or leaf is None else repr(type(leaf))
