@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from . import build_pch
+from . import environ_get
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -31,7 +32,7 @@ class BuildError(Exception):
 
 
 def default_build_dir() -> str:
-    base = os.environ.get("KB_HARNESS_BUILD_DIR")
+    base = environ_get("VERIFIER_BUILD_DIR")
     if base:
         return base
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

@@ -22,16 +22,18 @@ import re
 import subprocess
 import sysconfig
 
+from . import environ_get
+
 HEADER_TEXT = "#include <torch/extension.h>\n"
 BUILD_TIMEOUT_S = 600
 
 
 def pch_dir_for(build_dir: str) -> str:
     """Beside the build cache, not inside it: the runner may write the build cache.
-    ``KB_HARNESS_PCH_DIR`` names one folder for many build caches (a test session whose tests
+    ``VERIFIER_PCH_DIR`` names one folder for many build caches (a test session whose tests
     each build into a folder of their own); it is ignored when it and the build cache overlap."""
     build = os.path.abspath(build_dir).rstrip(os.sep)
-    shared = os.environ.get("KB_HARNESS_PCH_DIR")
+    shared = environ_get("VERIFIER_PCH_DIR")
     if shared:
         shared = os.path.abspath(shared).rstrip(os.sep)
         if not _overlap(shared, build):

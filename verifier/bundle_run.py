@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import environ_names
 from .bundle_script import CANDIDATE_FILE_BY_KIND, harness_command
 from .device_lock import LOCK_DIR_VARIABLE
 from .ncu_profile import ncu_profile
@@ -186,8 +187,9 @@ def _add_lock_phases(phases: dict, lock_report: dict | None) -> None:
 
 
 # The candidate is untrusted: its process sees the worker's toolchain and GPU settings, never
-# the worker's credentials (database, Redis, secret key, cloud tokens). KB_TIMING_CPUS: the
-# CPUs this host keeps for timing loops (verifier/timing_report.py).
+# the worker's credentials (database, Redis, secret key, cloud tokens). VERIFIER_TIMING_CPUS: the
+# CPUs this host keeps for timing loops (verifier/timing_report.py), passed under the name it is
+# set under (its old one too while that is read: verifier/__init__.py).
 _PASSED_VARIABLES = {"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LD_LIBRARY_PATH", "CC", "CXX", "MAX_JOBS"}
 _PASSED_PREFIXES = ("CUDA_", "TORCH_", "NVIDIA_", "NCCL_", "XDG_", "OMP_", "MKL_", "OPENBLAS_", "TORCHINDUCTOR_")
 
@@ -197,8 +199,9 @@ def _harness_env(build_dir: Path) -> dict:
         key: value for key, value in os.environ.items()
         if key in _PASSED_VARIABLES or key.startswith(_PASSED_PREFIXES)
     }
-    env["KB_HARNESS_BUILD_DIR"] = str(build_dir)  # builds cached by code hash across runs
-    if os.environ.get("KB_TIMING_CPUS"):
-        env["KB_TIMING_CPUS"] = os.environ["KB_TIMING_CPUS"]
+    env["VERIFIER_BUILD_DIR"] = str(build_dir)  # builds cached by code hash across runs
+    for name in environ_names("VERIFIER_TIMING_CPUS"):
+        if os.environ.get(name):
+            env[name] = os.environ[name]
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env

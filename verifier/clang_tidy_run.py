@@ -34,7 +34,7 @@ How a source is linted:
 Output paths are rewritten from the temp dir to the bare file name (``kernel.cu:LINE:COL``),
 so the kernel page can anchor warnings to its own line numbers.
 
-A lint is a function of what goes in: with a cache folder (``cache_dir``, or ``$KB_LINT_CACHE_DIR``)
+A lint is a function of what goes in: with a cache folder (``cache_dir``, or ``$VERIFIER_LINT_CACHE_DIR``)
 a finished lint is kept under the sha256 of the source, the kind, the full command (temp paths
 left out), the clang-tidy binary (path, size, mtime), the toolkit, torch's and Python's versions,
 this file and its CUDA stub (clang_tidy_cuda_stub.py), and the same lint again is read back instead of parsing torch's headers for
@@ -56,6 +56,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+from . import environ_get
 from .clang_tidy_cuda_stub import CUDA_STUB
 
 CHECKS = ",".join(
@@ -86,7 +87,7 @@ _NO_TOOLKIT_NOTE = (
 )
 
 
-LINT_CACHE_VARIABLE = "KB_LINT_CACHE_DIR"
+LINT_CACHE_VARIABLE = "VERIFIER_LINT_CACHE_DIR"
 
 
 def run_clang_tidy(source: str, *, kind: str, cpu_limit_s: float = CPU_LIMIT_S, timeout_s: float = WALL_LIMIT_S,
@@ -94,7 +95,7 @@ def run_clang_tidy(source: str, *, kind: str, cpu_limit_s: float = CPU_LIMIT_S, 
     """``{'stdout', 'stderr', 'errored'}`` like the archive's column, or None for Python kernels.
 
     cuda_home: "auto" finds a toolkit; None lints CUDA without one (the stub); a path uses it.
-    cache_dir: "env" reads $KB_LINT_CACHE_DIR (unset: no cache); None: no cache; a folder.
+    cache_dir: "env" reads $VERIFIER_LINT_CACHE_DIR (unset: no cache); None: no cache; a folder.
     Never raises for bad code: a compile error, a limit reached or a missing binary is
     ``errored=True`` with the reason in stderr. ``cpu_limit_s`` bounds the lint's CPU time,
     ``timeout_s`` its wall time (a backstop for a lint that waits on nothing).
@@ -165,7 +166,7 @@ class _LintCache:
     """One lint's place in the cache folder (a no-op without one)."""
 
     def __init__(self, cache_dir, source: str, kind: str, command: list[str], work: Path, toolkit: str | None):
-        folder = os.environ.get(LINT_CACHE_VARIABLE) if cache_dir == "env" else cache_dir
+        folder = environ_get(LINT_CACHE_VARIABLE) if cache_dir == "env" else cache_dir
         self.path = None
         if not folder:
             return

@@ -29,7 +29,7 @@ releases a dead holder's locks.
 
 The harness (shared from start to end, alone while timing) and the profile driver (alone
 from its first candidate call to the end of the profiled window) hold their device through
-``ProcessHold.from_environment`` when the worker sets ``KB_DEVICE_LOCK_DIR``; anywhere else
+``ProcessHold.from_environment`` when the worker sets ``VERIFIER_DEVICE_LOCK_DIR``; anywhere else
 (a user running a bundle) they lock nothing.
 """
 from __future__ import annotations
@@ -42,12 +42,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import environ_get
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from contextlib import AbstractContextManager
     from typing import TextIO
 
-LOCK_DIR_VARIABLE = "KB_DEVICE_LOCK_DIR"
+LOCK_DIR_VARIABLE = "VERIFIER_DEVICE_LOCK_DIR"
 
 
 def device_key(device: str) -> str:
@@ -144,7 +146,7 @@ class ProcessHold:
 
     @classmethod
     def from_environment(cls, device: str) -> "ProcessHold":
-        lock_dir = os.environ.get(LOCK_DIR_VARIABLE)
+        lock_dir = environ_get(LOCK_DIR_VARIABLE)
         return cls(DeviceLock(lock_dir, device) if lock_dir else None)
 
     def start(self) -> None:

@@ -47,6 +47,7 @@ from . import checks
 from . import compute_floor
 from . import confine
 from . import device_lock
+from . import environ_get
 from . import inputs as inp
 from . import judge_budget
 from . import judge_options
@@ -88,7 +89,7 @@ HarnessError = JudgeError
 def _stage_writer(phases: dict[str, float], budget: judge_budget.Budget) -> Callable[[str], None]:
     """Records each step's start (the sandbox reads the file to tell whose fault a crash was),
     the seconds each step took (``checks.phases``) and the step the budget is spent on."""
-    path = os.environ.get("HARNESS_STAGE_FILE")
+    path = environ_get("JUDGE_STAGE_FILE")
     last = {"name": None, "t": time.monotonic()}
 
     def stage(name: str) -> None:

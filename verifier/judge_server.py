@@ -3,7 +3,7 @@ once, then forks one judge process per request on a Unix socket.
 
 Every judge started with ``python -m verifier.judge`` spends about 2.4 CPU seconds importing
 torch before it does anything; a caller that starts many (the test suite, a campaign) can start
-them from here instead. ``sandbox.run_harness_isolated`` does when ``KB_JUDGE_SERVER`` names a
+them from here instead. ``sandbox.run_harness_isolated`` does when ``JUDGE_SERVER_SOCKET`` names a
 socket (``serve_in_background`` starts a server and sets it). A served judge is the same process
 a new one would be: a session of its own, the sandbox's CPU and address-space limits, stdout and
 stderr to the sandbox's files, /dev/null in, its own folder and environment, no other file
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import IO, Any, NoReturn
 
-SOCKET_VARIABLE = "KB_JUDGE_SERVER"
+SOCKET_VARIABLE = "JUDGE_SERVER_SOCKET"
 _MAX_REQUEST = 1 << 20
 
 
@@ -216,7 +216,7 @@ class ServedJudge:
 
 
 def serve_in_background() -> subprocess.Popen[bytes]:
-    """Start a server for this process and the processes it starts (``KB_JUDGE_SERVER``); returns
+    """Start a server for this process and the processes it starts (``JUDGE_SERVER_SOCKET``); returns
     the server's Popen. The server dies with this process."""
     folder = tempfile.mkdtemp(prefix="kb_judge_server_")
     os.chmod(folder, 0o700)

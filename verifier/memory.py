@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from . import build
+from . import environ_get
 
 if TYPE_CHECKING:
     from typing import Any, Iterable
@@ -162,9 +163,9 @@ class Poisoner:
 
     def setup_cpu(self, build_dir: str) -> str:
         """Build and install the caching CPU allocator; returns a short status string."""
-        if os.environ.get("KB_HARNESS_NO_CPU_CACHING_ALLOCATOR"):
+        if environ_get("VERIFIER_NO_CPU_CACHING_ALLOCATOR"):
             self.mode = "cpu-best-effort"
-            return "caching CPU allocator disabled by KB_HARNESS_NO_CPU_CACHING_ALLOCATOR"
+            return "caching CPU allocator disabled by VERIFIER_NO_CPU_CACHING_ALLOCATOR"
         from torch.utils.cpp_extension import load_inline
 
         digest = hashlib.sha256((CPU_ALLOC_SRC + torch.__version__).encode()).hexdigest()[:16]

@@ -25,6 +25,7 @@ import torch
 from . import runner_session as harness
 from . import build
 from . import device_lock
+from . import environ_get
 from . import inputs as inp
 from .timing_report import reserved_cpus
 
@@ -68,7 +69,7 @@ def _threads(pid):
 @contextlib.contextmanager
 def on_reserved_cpus(mode: str) -> Iterator[None]:
     """While this process has the GPU alone, it and its ncu (whose replay passes are host work
-    between the kernel's runs) run on the CPUs the host keeps for timing (KB_TIMING_CPUS):
+    between the kernel's runs) run on the CPUs the host keeps for timing (VERIFIER_TIMING_CPUS):
     nothing else measures then, since every timing loop also holds the GPU alone. Every other
     kernel's timing waits behind this window: on the H200 with the other cores twice
     oversubscribed, four drivers held the GPU alone 4.6-5.9 s pinned so, 4.8-6.7 s unpinned."""
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             return fh.read()
 
     functional = read(args.functional) if args.functional else None
-    stage = os.environ.get("HARNESS_STAGE_FILE")
+    stage = environ_get("JUDGE_STAGE_FILE")
     if stage:
         with open(stage, "w") as fh:
             fh.write("candidate_call")

@@ -23,6 +23,7 @@ import time
 import traceback
 import warnings
 
+from . import RENAMED_VARIABLES
 from . import confine
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
@@ -39,9 +40,11 @@ DEVICES = ("cpu", "cuda")
 # What the judge keeps of its caller's environment when it starts (``clean_environment``): the
 # runner's set, plus the judge's own settings and the compilers' search paths. Everything else
 # (database URLs, secret keys, cloud tokens) never reaches the judge's memory, so a runner forked
-# from the judge finds none of it.
-_JUDGE_VARIABLES = _PASSED_VARIABLES | {"TMPDIR", "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
-                                        "TZ", "TERM"}
+# from the judge finds none of it. The verifier's own variables by name (RENAMED_VARIABLES);
+# their old names still pass through the prefixes KB_ and HARNESS_, read for one release
+# (verifier/CHANGELOG.md): drop those two prefixes with the old names.
+_JUDGE_VARIABLES = _PASSED_VARIABLES | set(RENAMED_VARIABLES) | {
+    "TMPDIR", "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "TZ", "TERM"}
 _JUDGE_PREFIXES = _PASSED_PREFIXES + ("KB_", "HARNESS_", "TORCH", "PYTHON", "LC_", "XDG_", "NCCL_")
 
 

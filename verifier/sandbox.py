@@ -23,6 +23,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from . import environ_get
 from . import judge_server
 from . import result
 from .process_limits import limits
@@ -103,7 +104,7 @@ def run_harness_isolated(argv: Sequence[str | os.PathLike[str]], *, cwd: str | o
     stage_file = os.path.join(work, "stage")
     out_path, err_path = os.path.join(work, "stdout"), os.path.join(work, "stderr")
     child_env = dict(os.environ if env is None else env)
-    child_env["HARNESS_STAGE_FILE"] = stage_file
+    child_env["JUDGE_STAGE_FILE"] = stage_file
     child_env.setdefault("PYTHONUNBUFFERED", "1")
     # RLIMIT_AS breaks CUDA (it reserves huge virtual ranges); apply it to CPU runs only,
     # and rely on the resident-memory watchdog everywhere.
@@ -112,7 +113,7 @@ def run_harness_isolated(argv: Sequence[str | os.PathLike[str]], *, cwd: str | o
     started = time.monotonic()
     state = {"timed_out": False, "memory_killed": False, "peak_rss": 0}
     with open(out_path, "wb") as out_fh, open(err_path, "wb") as err_fh:
-        server = os.environ.get(judge_server.SOCKET_VARIABLE)
+        server = environ_get(judge_server.SOCKET_VARIABLE)
         try:
             if server and judge_server.serves(argv, cwd):  # the same judge process, without its torch import
                 proc = judge_server.ServedJudge(server, argv[3:], cwd=cwd, env=child_env, stdout=out_fh,
