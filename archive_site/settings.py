@@ -162,8 +162,9 @@ VERIFY_TIMEOUT_S = env.number("ARCHIVE_VERIFY_TIMEOUT_S", 1800.0)
 VERIFY_MEMORY_LIMIT_MB = env.integer("ARCHIVE_VERIFY_MEMORY_LIMIT_MB", 0) or None
 # Empty: the judge draws the trial seeds after the kernel loads (pin them only to reproduce a run).
 VERIFY_SEEDS = env.text("ARCHIVE_VERIFY_SEEDS")
-# Extra harness options, e.g. "--no-compile --time-budget 2" for quick CPU-mode workers.
-VERIFY_HARNESS_ARGS = tuple(env.text("ARCHIVE_VERIFY_HARNESS_ARGS").split())
+# Extra judge options, e.g. "--no-compile --time-budget 2" for quick CPU-mode workers (under its
+# old name too, for one release: archive_site/env.py, RENAMED).
+VERIFY_JUDGE_ARGS = tuple(env.text("ARCHIVE_VERIFY_JUDGE_ARGS").split())
 # A running job is leased to its worker while it heartbeats; a lease older than this has expired
 # (the worker was killed or its host died) and the job is re-queued, once.
 VERIFY_STALE_AFTER_S = env.number("ARCHIVE_VERIFY_STALE_AFTER_S", 120.0)

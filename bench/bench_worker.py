@@ -81,7 +81,7 @@ def sequential(kernels, build_dir: Path) -> dict:
             bundle_for_kernel(kernel), device=settings.VERIFY_DEVICE, seeds=settings.VERIFY_SEEDS,
             timeout_s=settings.VERIFY_TIMEOUT_S, memory_limit_mb=settings.VERIFY_MEMORY_LIMIT_MB,
             work_root=settings.DATA_DIR / "bench_sequential", build_dir=build_dir,
-            harness_args=settings.VERIFY_HARNESS_ARGS, profile_ncu=True,
+            harness_args=settings.VERIFY_JUDGE_ARGS, profile_ncu=True,
         )
         t1 = time.monotonic()
         run_clang_tidy(kernel.code, kind=kernel.kind)
@@ -180,7 +180,7 @@ def worker(kernels, gpus: list[str], threads: int, poll_s: float = 2.0, deadline
         "first_result_s": round(min((r["finished_at"].timestamp() for r in runs if r["finished_at"]),
                                     default=started_at) - started_at, 1) if runs else None,
         "lint_workers": settings.VERIFY_LINT_WORKERS, "cpu_jobs": settings.VERIFY_CPU_JOBS or "one per CPU",
-        "harness_args": " ".join(settings.VERIFY_HARNESS_ARGS),
+        "harness_args": " ".join(settings.VERIFY_JUDGE_ARGS),
         "timing_cpus": settings.VERIFY_TIMING_CPUS or None,
         "started_at": started_at,
         # When each run finished, from the start: the rate in any window (the steady state after

@@ -226,7 +226,7 @@ def _run_bundle_of(kernel: Kernel, build_slot=contextlib.nullcontext):
     run = run_bundle(
         bundle, device=settings.VERIFY_DEVICE, seeds=settings.VERIFY_SEEDS, timeout_s=settings.VERIFY_TIMEOUT_S,
         memory_limit_mb=settings.VERIFY_MEMORY_LIMIT_MB, work_root=settings.DATA_DIR / "worker",
-        build_dir=settings.BUILD_CACHE_DIR, harness_args=settings.VERIFY_HARNESS_ARGS,
+        build_dir=settings.BUILD_CACHE_DIR, harness_args=settings.VERIFY_JUDGE_ARGS,
         lock_dir=settings.DATA_DIR / "worker" / "device_locks", profile_ncu=settings.VERIFY_REFRESH_PROFILES,
         profile_passed_only=settings.VERIFY_PROFILE_PASSED_ONLY, build_slot=build_slot,
         shared_baseline_dir=settings.SHARED_BASELINE_DIR if settings.VERIFY_SHARED_BASELINE else None,

@@ -94,8 +94,8 @@ export ARCHIVE_BUILD_CACHE_DIR=$work/builds  # cold: made fresh above, unless KE
 export ARCHIVE_VERIFY_DEVICE=${ARCHIVE_VERIFY_DEVICE:-cuda}
 # Eager baseline only, as in the 185/h runs: the torch.compile baseline added 6-12 s to a judge
 # on the idle H200 (compiled in the judge, harness 2.4.1; a probe removed after db83700).
-# Unset: the flags of every earlier throughput figure; set empty (ARCHIVE_VERIFY_HARNESS_ARGS=) for the judge's defaults.
-export ARCHIVE_VERIFY_HARNESS_ARGS=${ARCHIVE_VERIFY_HARNESS_ARGS---no-compile --time-budget 2}
+# Unset: the flags of every earlier throughput figure; set empty (ARCHIVE_VERIFY_JUDGE_ARGS=) for the judge's defaults.
+export ARCHIVE_VERIFY_JUDGE_ARGS=${ARCHIVE_VERIFY_JUDGE_ARGS---no-compile --time-budget 2}
 export ARCHIVE_VERIFY_TIMEOUT_S=${ARCHIVE_VERIFY_TIMEOUT_S:-600}
 # The judge pins itself to the first reserved CPU and its runner to the second while timing
 # (verifier/timing_report.py): two of the 16, the other 14 for builds, judges, ncu and lints.

@@ -28,7 +28,7 @@ def consumer_env(folder: Path, **extra) -> dict:
     """A CPU-mode worker with its data under ``folder``, on SQLite and Huey's SQLite queue unless
     ``extra`` names DATABASE_URL and REDIS_URL."""
     env = dict(os.environ, ARCHIVE_DATA_DIR=str(folder / "data"), ARCHIVE_VERIFY_DEVICE="cpu",
-               ARCHIVE_VERIFY_TIMEOUT_S=str(JOB_TIMEOUT_S), ARCHIVE_VERIFY_HARNESS_ARGS=QUEUE_HARNESS,
+               ARCHIVE_VERIFY_TIMEOUT_S=str(JOB_TIMEOUT_S), ARCHIVE_VERIFY_JUDGE_ARGS=QUEUE_HARNESS,
                ARCHIVE_VERIFY_REFRESH_PROFILES="0", ARCHIVE_BUILD_CACHE_DIR=harness_build.default_build_dir(),
                PYTHONUNBUFFERED="1")
     env.pop("DATABASE_URL", None)

@@ -14,6 +14,7 @@ from huey.contrib.djhuey import HUEY
 from rest_framework.authtoken.models import Token
 
 from verifier import build as harness_build
+from verifier import environ_get
 from evaluator.kernel_bundles import bundle_for_kernel, bundle_sha256
 from kernels.models import Kernel, Verification
 from kernels.services import archive_import_file
@@ -33,11 +34,11 @@ def cpu_worker(settings):
     settings.VERIFY_DEVICE = "cpu"
     settings.VERIFY_TIMEOUT_S = JOB_TIMEOUT_S
     settings.VERIFY_MEMORY_LIMIT_MB = 3000
-    settings.VERIFY_HARNESS_ARGS = tuple(QUICK_HARNESS.split())
+    settings.VERIFY_JUDGE_ARGS = tuple(QUICK_HARNESS.split())
     # Share compiled extensions with the harness's own tests: builds are keyed by code hash.
     settings.BUILD_CACHE_DIR = Path(harness_build.default_build_dir())
     # And lints, by everything that goes into them (tests/conftest.py names the session's folder).
-    settings.LINT_CACHE_DIR = Path(os.environ["KB_LINT_CACHE_DIR"])
+    settings.LINT_CACHE_DIR = Path(environ_get("VERIFIER_LINT_CACHE_DIR"))
     HUEY.immediate = True
     yield settings
     HUEY.immediate = False

@@ -47,7 +47,7 @@ def test_jobs_queued_before_a_redis_kill_all_run_once_after_it_restarts(private_
     env = base_env(tmp_path / "data", REDIS_URL=private_redis.url(), HUEY_QUEUE_NAME=f"faults-{uuid.uuid4().hex[:8]}",
                    ARCHIVE_VERIFY_DEVICE="cpu", ARCHIVE_VERIFY_TIMEOUT_S="120",
                    # What is checked is that each queued job runs once: no timing loop needed.
-                   ARCHIVE_VERIFY_HARNESS_ARGS="--no-compile --no-timing",
+                   ARCHIVE_VERIFY_JUDGE_ARGS="--no-compile --no-timing",
                    ARCHIVE_BUILD_CACHE_DIR=harness_build.default_build_dir())
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("".join(json.dumps({

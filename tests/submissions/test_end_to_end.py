@@ -24,7 +24,7 @@ def cpu_worker(settings):
     settings.VERIFY_DEVICE = "cpu"
     settings.VERIFY_TIMEOUT_S = 600
     settings.VERIFY_MEMORY_LIMIT_MB = 3000
-    settings.VERIFY_HARNESS_ARGS = tuple(QUICK_HARNESS.split())
+    settings.VERIFY_JUDGE_ARGS = tuple(QUICK_HARNESS.split())
     settings.VERIFY_REFRESH_PROFILES = False  # no lint nor listing: the verdict is what this test is about
     # Compiled extensions are shared with the harness's own tests: builds are keyed by code hash.
     settings.BUILD_CACHE_DIR = Path(harness_build.default_build_dir())
