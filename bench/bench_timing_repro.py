@@ -10,7 +10,7 @@ and the shared sample's level 1, 2 and 3 task-1 kernels named in SAMPLE_KERNELS,
 repository; without the file only the demo kernels run), with their functional forms from
 verifier/functional_forms/. Every kernel is built once
 (``--build-only``, all at once), then its N processes run ``python -m verifier.judge`` with
-``--jobs`` at a time sharing the GPU through the device lock (KB_DEVICE_LOCK_DIR), so every
+``--jobs`` at a time sharing the GPU through the device lock (VERIFIER_DEVICE_LOCK_DIR), so every
 timing loop has the GPU alone while other processes' correctness trials overlap;
 ``--reserve-cpus`` keeps CPUs free for the timing loops (the judge and runner pin to them).
 
@@ -32,6 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from verifier import environ_get, environ_names  # noqa: E402
 from verifier import result as result_doc  # noqa: E402
 from verifier import timing_report  # noqa: E402
 from verifier.functional_forms import write_row_sources  # noqa: E402
@@ -81,7 +82,7 @@ def judge(kernel, device, build_dir, extra, out_json, env):
     if fn:
         argv += ["--functional", str(fn)]
     t0 = time.monotonic()
-    reserved = timing_report.reserved_cpus(env.get("KB_TIMING_CPUS", ""))
+    reserved = timing_report.reserved_cpus(env.get(timing_report.RESERVED_CPUS_VARIABLE, ""))
     proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
                           preexec_fn=away_from(reserved))
     wall = time.monotonic() - t0
@@ -165,7 +166,7 @@ def main(argv=None):
     p.add_argument("--compile", action="store_true", help="time the torch.compile baseline too (~15 s a process)")
     p.add_argument("--build-dir", default=os.path.join(tempfile.gettempdir(), "kb_timing_repro_builds"))
     p.add_argument("--sample", type=Path, default=DEFAULT_SAMPLE, help="the archive rows the sample kernels come from")
-    p.add_argument("--reserve-cpus", default="", help="e.g. 0,1: kept free for the timing loops (KB_TIMING_CPUS); "
+    p.add_argument("--reserve-cpus", default="", help="e.g. 0,1: kept free for the timing loops (VERIFIER_TIMING_CPUS); "
                    "every judge process runs on the other CPUs until it times")
     args = p.parse_args(argv)
     out = Path(args.out)
@@ -175,16 +176,16 @@ def main(argv=None):
         todo = [k for k in todo if k[0] in args.only.split(",")]
     # A lock folder set by the caller is shared with other runs on the host (their timing loops and
     # these never overlap on a GPU); else one of its own.
-    env = dict(os.environ, KB_DEVICE_LOCK_DIR=os.environ.get("KB_DEVICE_LOCK_DIR") or str(out / "locks"),
-               PYTHONUNBUFFERED="1",
-               KB_TIMING_CPUS=args.reserve_cpus)
+    env = dict(os.environ, VERIFIER_DEVICE_LOCK_DIR=environ_get("VERIFIER_DEVICE_LOCK_DIR") or str(out / "locks"),
+               PYTHONUNBUFFERED="1")
+    env[timing_report.RESERVED_CPUS_VARIABLE] = args.reserve_cpus  # the name the judges read
     extra = ["--time-budget", str(args.time_budget), "--seeds", "1,2,3"] + ([] if args.compile else ["--no-compile"])
     started = time.monotonic()
     with futures.ThreadPoolExecutor(max(len(todo), 1)) as pool:  # builds: CPU only, all at once
         built = list(pool.map(lambda k: judge(k, args.device, args.build_dir, ["--build-only"],
                                               out / "documents" / ("build_" + k[0].replace(":", "_") + ".json"),
                                               # a build holds no GPU: no lock, so other runs' timing goes on
-                                              dict({name: value for name, value in env.items() if name != "KB_DEVICE_LOCK_DIR"},
+                                              dict({name: value for name, value in env.items() if name not in environ_names("VERIFIER_DEVICE_LOCK_DIR")},
                                                    MAX_JOBS=str(max(1, (os.cpu_count() or 2) // len(todo))))),
                               todo))
     print("built %s in %.0f s" % ([d.get("verdict") for d in built], time.monotonic() - started), flush=True)

@@ -39,7 +39,7 @@ def sweep_expired_leases():
 @on_startup()
 def keep_timing_cpus_free():
     # Each worker thread (and the builds, judges and profilers it starts) stays off the CPUs
-    # kept for timing loops; a judge moves its timed phase onto them (KB_TIMING_CPUS).
+    # kept for timing loops; a judge moves its timed phase onto them (VERIFIER_TIMING_CPUS).
     worker_cpu_jobs.worker_keep_timing_cpus_free(settings.VERIFY_TIMING_CPUS)
 
 

@@ -13,12 +13,12 @@ budget=${1:-520}
 dump=${DUMP:-a100}
 work=/tmp/gpu_budget_check
 mkdir -p "$work/locks" "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD KB_DEVICE_LOCK_DIR=$work/locks
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD VERIFIER_DEVICE_LOCK_DIR=$work/locks
 others=4-$(( $(nproc) - 1 ))
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$OUT/gpus.txt"
 python3 -c "import torch; print(torch.__version__, torch.version.cuda)" | tee -a "$OUT/gpus.txt"
 (
-    CUDA_VISIBLE_DEVICES=0 KB_TIMING_CPUS=0,1 timeout "$budget" taskset -c "$others" \
+    CUDA_VISIBLE_DEVICES=0 VERIFIER_TIMING_CPUS=0,1 timeout "$budget" taskset -c "$others" \
         python3 -m verifier.gpu_campaign --device cuda --out "$work/cheats" ${ONLY:+--only "$ONLY"} --jobs 6 --timed-jobs 1 \
         --build-dir /tmp/kb_cheat_builds --time-budget 2 --timeout 300 --no-compile > "$OUT/cheats.log" 2>&1
     echo "gpu_campaign exit $?" >> "$OUT/cheats.log"

@@ -51,7 +51,7 @@ xargs -P "$(nproc)" -L 1 sh -c 'python3 -m verifier.judge --reference "$0" --can
 echo "prebuilt at $SECONDS s"
 
 # 3. Checks and timed runs, and the profiles beside them, one device lock.
-export KB_DEVICE_LOCK_DIR=$work/locks KB_TIMING_CPUS=0,1
+export VERIFIER_DEVICE_LOCK_DIR=$work/locks VERIFIER_TIMING_CPUS=0,1
 pin="taskset -c 2-$(( $(nproc) - 1 ))"
 demo() {  # NAME PHASES DEADLINE
     $pin python3 -m evaluator.demo_archive.build --device cuda --out "$work/out_$1" --work-dir "$work/state" \

@@ -7,7 +7,7 @@
 #
 #   OUT=dir [ONLY=name,name] bash scripts/gpu_judge_check.sh [SECONDS] [OLD_VERIFIER_DIR]
 #
-# Each side's timing loops get two reserved CPUs (KB_TIMING_CPUS: 0,1 and 2,3) and everything
+# Each side's timing loops get two reserved CPUs (VERIFIER_TIMING_CPUS: 0,1 and 2,3) and everything
 # else runs on the other CPUs (taskset), as a worker host keeps its timing CPUs free.
 # OLD_VERIFIER_DIR (default .oldharness) holds the old package: git archive f059ebd verifier | tar -x -C .oldharness
 set -uo pipefail
@@ -17,8 +17,8 @@ budget=${1:-540}
 old=${2:-.oldharness}
 work=/tmp/gpu_judge_check
 mkdir -p "$work" "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD KB_DEVICE_LOCK_DIR=$work/locks
-mkdir -p "$KB_DEVICE_LOCK_DIR"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD VERIFIER_DEVICE_LOCK_DIR=$work/locks
+mkdir -p "$VERIFIER_DEVICE_LOCK_DIR"
 second=$(( $(nvidia-smi -L | wc -l) > 1 ? 1 : 0 ))
 others=4-$(( $(nproc) - 1 ))
 only=${ONLY:+--only $ONLY}
@@ -26,13 +26,13 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$O
 uname -r > "$OUT/kernel.txt"
 python3 -c "import torch; print(torch.__version__, torch.version.cuda)" >> "$OUT/kernel.txt"
 (
-    CUDA_VISIBLE_DEVICES=0 KB_TIMING_CPUS=0,1 timeout "$budget" taskset -c "$others" \
+    CUDA_VISIBLE_DEVICES=0 VERIFIER_TIMING_CPUS=0,1 timeout "$budget" taskset -c "$others" \
         python3 -m verifier.gpu_campaign --device cuda --out "$work/cheats" $only --jobs 8 --timed-jobs 1 --build-dir /tmp/kb_cheat_builds --time-budget 2 --timeout 300 --no-compile \
         > "$OUT/cheats.log" 2>&1
     cp "$work/cheats/"* "$OUT/" 2>/dev/null
 ) &
 (
-    CUDA_VISIBLE_DEVICES=$second KB_TIMING_CPUS=2,3 timeout "$budget" taskset -c "$others" \
+    CUDA_VISIBLE_DEVICES=$second VERIFIER_TIMING_CPUS=2,3 timeout "$budget" taskset -c "$others" \
         python3 bench/bench_judge_cost.py --old "$old" --device cuda \
         --build-dir /tmp/kb_cost_builds --time-budget 1 --jobs 8 --out "$OUT/judge_cost.json" \
         > "$OUT/judge_cost.log" 2>&1

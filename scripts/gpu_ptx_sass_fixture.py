@@ -162,12 +162,15 @@ def main():
     raw, results = work / "raw", work / "results"
     raw.mkdir(parents=True, exist_ok=True)
     results.mkdir(parents=True, exist_ok=True)
-    build_dir = os.environ["KB_HARNESS_BUILD_DIR"]
     import threading
 
     import torch
 
-    from verifier import build, gpu_binary
+    from verifier import build, environ_get, gpu_binary
+
+    build_dir = environ_get("VERIFIER_BUILD_DIR")
+    if build_dir is None:
+        raise SystemExit("set VERIFIER_BUILD_DIR (scripts/gpu_ptx_sass_fixture.sh does)")
 
     arch = build.cuda_arch("cuda")
     rows = demo_rows()

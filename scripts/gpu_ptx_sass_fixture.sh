@@ -14,7 +14,7 @@ OUT=${OUT:?set OUT to the results directory}
 budget=${1:-220}
 work=/tmp/gpu_ptx_sass
 rm -rf "$work" && mkdir -p "$work/raw" "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD KB_HARNESS_BUILD_DIR=/tmp/kb_ptx_sass_builds MAX_JOBS=4
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD VERIFIER_BUILD_DIR=/tmp/kb_ptx_sass_builds MAX_JOBS=4
 export PATH=$PATH:/usr/local/cuda/bin
 {
   nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader

@@ -10,9 +10,9 @@ Every row is built first (``verifier.judge --build-only``, ``--build-jobs`` at o
 no device lock), then, as soon as its build is there, verified in full (``verifier.judge``:
 correctness, probes, timing on both clocks, eager baseline only) through the sandbox the worker
 uses, ``--jobs-per-gpu`` judges at once on each GPU sharing it through the device lock
-(KB_DEVICE_LOCK_DIR, taken from the environment when set, so other runs on the host can share
+(VERIFIER_DEVICE_LOCK_DIR, taken from the environment when set, so other runs on the host can share
 the same locks: every timing loop alone on its GPU) with that GPU's reserved timing CPUs
-(KB_TIMING_CPUS; run this script itself off them, e.g. under ``taskset``). A row that does not
+(VERIFIER_TIMING_CPUS; run this script itself off them, e.g. under ``taskset``). A row that does not
 build keeps its build document (``build_failed`` and the compiler's output), as the worker
 records it. The functional form is the repository's (verifier/functional_forms), as the
 worker's bundle ships it.
@@ -38,6 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from verifier import environ_get, environ_names  # noqa: E402
 from verifier import result as result_doc  # noqa: E402
 from verifier import sandbox  # noqa: E402
 from verifier.functional_forms import write_row_sources  # noqa: E402
@@ -147,8 +148,8 @@ class Campaign:
         self.pending = {g: 0 for g in self.gpus}
         self.base_env = dict(os.environ, PYTHONUNBUFFERED="1",
                              PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                             KB_DEVICE_LOCK_DIR=os.environ.get("KB_DEVICE_LOCK_DIR") or str(self.work / "locks"))
-        Path(self.base_env["KB_DEVICE_LOCK_DIR"]).mkdir(parents=True, exist_ok=True)
+                             VERIFIER_DEVICE_LOCK_DIR=environ_get("VERIFIER_DEVICE_LOCK_DIR") or str(self.work / "locks"))
+        Path(self.base_env["VERIFIER_DEVICE_LOCK_DIR"]).mkdir(parents=True, exist_ok=True)
 
     def elapsed(self):
         return time.monotonic() - self.started
@@ -172,7 +173,8 @@ class Campaign:
             return i, None, 0.0
         gpu = self.gpus[i % len(self.gpus)]
         env = dict(self.base_env, CUDA_VISIBLE_DEVICES=gpu, MAX_JOBS=str(self.args.max_jobs))
-        env.pop("KB_DEVICE_LOCK_DIR")  # a build holds no GPU
+        for name in environ_names("VERIFIER_DEVICE_LOCK_DIR"):
+            env.pop(name, None)  # a build holds no GPU
         t0 = time.monotonic()
         doc = self.run(judge_argv(paths, self.args.device, self.build_dir, ["--build-only"]), env,
                        min(self.args.timeout, left))
@@ -184,7 +186,7 @@ class Campaign:
             if self.elapsed() > self.args.deadline_s or left < 20:
                 self.record(i, None, gpu, "not_run", build_wall, None)
                 return
-            env = dict(self.base_env, CUDA_VISIBLE_DEVICES=gpu, KB_TIMING_CPUS=self.timing_cpus[gpu])
+            env = dict(self.base_env, CUDA_VISIBLE_DEVICES=gpu, VERIFIER_TIMING_CPUS=self.timing_cpus[gpu])
             extra = self.judge_args()
             t0 = time.monotonic()
             doc = self.run(judge_argv(paths, self.args.device, self.build_dir, extra), env,
@@ -287,7 +289,7 @@ def main(argv=None):
     p.add_argument("--out", required=True)
     p.add_argument("--rows", help="row indices, e.g. 0-101 or 3,7,9-12 (default: all)")
     p.add_argument("--gpus", default="0")
-    p.add_argument("--timing-cpus", default="", help="per GPU, ';'-separated: '0,1;2,3' (KB_TIMING_CPUS of each)")
+    p.add_argument("--timing-cpus", default="", help="per GPU, ';'-separated: '0,1;2,3' (VERIFIER_TIMING_CPUS of each)")
     p.add_argument("--jobs-per-gpu", type=int, default=6)
     p.add_argument("--build-jobs", type=int, default=20)
     p.add_argument("--max-jobs", type=int, default=2, help="ninja jobs per build (MAX_JOBS)")

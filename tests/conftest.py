@@ -152,17 +152,19 @@ def harness_build_dir() -> str:
     """One C++ extension build cache for every test and every process they start (the judge, the
     worker, bundles told so): builds are keyed by code hash, flags and torch version, so each
     extension is built once, and a cache left by an earlier run is reused safely. Set
-    KB_HARNESS_BUILD_DIR (or KB_HARNESS_TEST_BUILD_DIR) to a fresh folder for a cold run."""
-    from verifier import build
+    VERIFIER_BUILD_DIR (or VERIFIER_TEST_BUILD_DIR) to a fresh folder for a cold run."""
+    from verifier import build, environ_get
 
-    path = os.environ.get("KB_HARNESS_TEST_BUILD_DIR") or build.default_build_dir()
-    os.environ["KB_HARNESS_TEST_BUILD_DIR"] = os.environ["KB_HARNESS_BUILD_DIR"] = path
+    path = environ_get("VERIFIER_TEST_BUILD_DIR") or build.default_build_dir()
+    os.environ["VERIFIER_TEST_BUILD_DIR"] = os.environ["VERIFIER_BUILD_DIR"] = path
     # One precompiled torch/extension.h for the tests that build into folders of their own too
     # (verifier/build_pch.py): it is what makes a CPU build take seconds instead of half a minute.
-    os.environ.setdefault("KB_HARNESS_PCH_DIR", path.rstrip(os.sep) + "-pch")
+    if environ_get("VERIFIER_PCH_DIR") is None:
+        os.environ["VERIFIER_PCH_DIR"] = path.rstrip(os.sep) + "-pch"
     # Lints too, by everything that goes into them (verifier/clang_tidy_run.py): a source linted
     # by several tests (the demo builder's, the candidates') parses torch's headers once.
-    os.environ.setdefault("KB_LINT_CACHE_DIR", path.rstrip(os.sep) + "-lint")
+    if environ_get("VERIFIER_LINT_CACHE_DIR") is None:
+        os.environ["VERIFIER_LINT_CACHE_DIR"] = path.rstrip(os.sep) + "-lint"
     return path
 
 
@@ -171,11 +173,13 @@ def judge_server(harness_build_dir):
     """A judge server for this test process (verifier/judge_server.py): the sandboxed judges the
     tests start from this repository then skip their own torch import (about 2.4 CPU seconds each).
     test_sandbox.py keeps starting a new interpreter, the path without a server."""
+    from verifier import environ_names
     from verifier import judge_server as server
 
     proc = server.serve_in_background()
     yield os.environ[server.SOCKET_VARIABLE]
-    os.environ.pop(server.SOCKET_VARIABLE, None)
+    for name in environ_names(server.SOCKET_VARIABLE):
+        os.environ.pop(name, None)
     proc.kill()
     proc.wait()
 

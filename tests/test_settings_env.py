@@ -11,7 +11,7 @@ from archive_site import env
 ROOT = Path(__file__).resolve().parents[1]
 # Variables that are not the site's settings: a library's, the process's (docs in archive_site/env.py).
 NOT_SETTINGS = {"HF_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "CUDA_VISIBLE_DEVICES",
-                "DJANGO_SETTINGS_MODULE", "HARNESS_STAGE_FILE"}
+                "DJANGO_SETTINGS_MODULE"}
 
 
 @pytest.mark.parametrize("value, expected", [("1", True), ("true", True), (" Yes ", True), ("ON", True),
@@ -75,3 +75,16 @@ def test_a_site_url_loses_its_final_slash(monkeypatch):
     assert env.site_url("ARCHIVE_TEST_URL", "http://x") == "https://kernels.example.org"
     monkeypatch.delenv("ARCHIVE_TEST_URL")
     assert env.site_url("ARCHIVE_TEST_URL", "http://127.0.0.1:8000") == "http://127.0.0.1:8000"
+
+
+@pytest.mark.parametrize("new, old", sorted(env.RENAMED.items()))
+def test_a_renamed_setting_is_read_under_its_new_name_then_its_old_one(monkeypatch, new, old):
+    monkeypatch.delenv(new, raising=False)
+    monkeypatch.delenv(old, raising=False)
+    assert not env.is_set(new) and env.text(new, "default") == "default"
+    monkeypatch.setenv(old, "--from-old")
+    assert env.is_set(new) and env.text(new) == "--from-old" and env.comma_list(new) == ["--from-old"]
+    monkeypatch.setenv(new, "--from-new")
+    assert env.text(new) == "--from-new"
+    monkeypatch.setenv(new, "")  # set empty is set: the old name is not read
+    assert env.text(new, "default") == ""

@@ -17,8 +17,8 @@ seconds and the exit status is 3 until everything is done):
   profiles  NCU_Profile and Torch_Profile from verifier/ncu_profile.py (when it exists; cuda
             only), for the entries the naive evaluator called correct.
 Timed runs and profiles go one at a time, or --gpu-jobs at once sharing the GPU through the
-device lock (KB_DEVICE_LOCK_DIR, default WORK_DIR/locks): each timing loop and profiled window
-has the GPU alone, as on the worker; KB_TIMING_CPUS, when set, names the CPUs they time on.
+device lock (VERIFIER_DEVICE_LOCK_DIR, default WORK_DIR/locks): each timing loop and profiled window
+has the GPU alone, as on the worker; VERIFIER_TIMING_CPUS, when set, names the CPUs they time on.
 Outputs in DIR: demo_archive.jsonl (the archive's 19 columns plus Hardware and Experiment;
 written once every phase is done, demo_archive.partial.jsonl before), demo_harness_results.json
 (per entry: the naive claims and the harness documents, logs trimmed) and build_log.json
@@ -35,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EVALUATOR = os.path.dirname(HERE)
 ROOT = os.path.dirname(EVALUATOR)
 sys.path.insert(0, ROOT)
+from verifier import environ_get  # noqa: E402
 from verifier import sandbox  # noqa: E402
 
 from evaluator.demo_archive import rows  # noqa: E402
@@ -342,9 +343,9 @@ def main(argv=None):
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("MAX_JOBS", str(max(1, (os.cpu_count() or 2) // max(1, args.jobs))))
-    if args.gpu_jobs > 1 and not env.get("KB_DEVICE_LOCK_DIR"):
+    if args.gpu_jobs > 1 and not environ_get("VERIFIER_DEVICE_LOCK_DIR"):
         # Without the lock, runs at once would time and profile over each other's kernels.
-        env["KB_DEVICE_LOCK_DIR"] = os.path.join(args.work_dir, "locks")
+        env["VERIFIER_DEVICE_LOCK_DIR"] = os.path.join(args.work_dir, "locks")
     builder = Builder(args, manifest, entries, env)
     print("demo archive: %d entries, device %s, phases %s, out %s" % (len(entries), args.device, ",".join(phases),
                                                                       args.out), flush=True)

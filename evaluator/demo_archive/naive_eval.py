@@ -35,6 +35,7 @@ import torch  # noqa: E402
 
 from verifier import build  # noqa: E402
 from verifier import build_pch  # noqa: E402
+from verifier import environ_get  # noqa: E402
 from verifier import inputs as inp  # noqa: E402
 from verifier.kernelbench_timing import kernelbench_time  # noqa: E402
 
@@ -42,7 +43,7 @@ ATOL = RTOL = 1e-2
 
 
 def _stage(name):
-    path = os.environ.get("HARNESS_STAGE_FILE")
+    path = environ_get("JUDGE_STAGE_FILE")
     if path:
         with open(path, "w") as fh:
             fh.write(name)

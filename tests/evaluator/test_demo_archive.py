@@ -12,6 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from verifier import build as harness_build
+from verifier import environ_get
 from evaluator.demo_archive import build
 from kernels.ingest.archive_schema import COLUMNS
 from kernels.models import Kernel, Task
@@ -53,7 +54,7 @@ def test_new_kernels_have_the_shape_the_harness_calls():
 @pytest.fixture(scope="module")
 def cpu_build(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo_cpu")
-    build_dir = os.environ.get("KB_HARNESS_TEST_BUILD_DIR") or harness_build.default_build_dir()
+    build_dir = environ_get("VERIFIER_TEST_BUILD_DIR") or harness_build.default_build_dir()
     old = os.environ.get("MAX_JOBS")
     os.environ["MAX_JOBS"] = "1"
     try:

@@ -10,8 +10,9 @@ import pytest
 
 from evaluator import services, worker_cpu_jobs
 from kernels.models import Verification
-from verifier import bundle_run
+from verifier import bundle_run, environ_names
 from verifier.bundle_run import BundleRun
+from verifier.timing_report import RESERVED_CPUS_VARIABLE
 
 from .bundle_run_stand_ins import Timeline, identity_bundle
 
@@ -95,11 +96,12 @@ def test_the_worker_keeps_the_timing_cpus_free_and_names_them_to_the_judges(monk
     if len(allowed) < 2:
         pytest.skip("needs two CPUs")
     keep = max(allowed)
-    monkeypatch.delenv("KB_TIMING_CPUS", raising=False)
+    for name in environ_names(RESERVED_CPUS_VARIABLE):
+        monkeypatch.delenv(name, raising=False)
     try:
         assert worker_cpu_jobs.worker_keep_timing_cpus_free(str(keep)) == [keep]
-        assert os.sched_getaffinity(0) == allowed - {keep} and os.environ["KB_TIMING_CPUS"] == str(keep)
-        assert bundle_run._harness_env("builds")["KB_TIMING_CPUS"] == str(keep)
+        assert os.sched_getaffinity(0) == allowed - {keep} and os.environ[RESERVED_CPUS_VARIABLE] == str(keep)
+        assert bundle_run._harness_env("builds")[RESERVED_CPUS_VARIABLE] == str(keep)
     finally:
         os.sched_setaffinity(0, allowed)
     assert worker_cpu_jobs.worker_keep_timing_cpus_free("") == []

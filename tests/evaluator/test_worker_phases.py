@@ -13,6 +13,7 @@ import pytest
 
 from verifier import build as harness_build
 from verifier import ncu_profile as gpu_profiles
+from verifier import environ_names
 from verifier.device_lock import LOCK_DIR_VARIABLE, DeviceLock, ProcessHold, device_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -178,7 +179,8 @@ def test_device_lock_is_per_device(tmp_path, monkeypatch):
 
 
 def test_without_a_lock_directory_a_process_hold_locks_nothing(monkeypatch):
-    monkeypatch.delenv(LOCK_DIR_VARIABLE, raising=False)
+    for name in environ_names(LOCK_DIR_VARIABLE):
+        monkeypatch.delenv(name, raising=False)
     hold = ProcessHold.from_environment("cuda")
     hold.start()
     with hold.alone():
@@ -196,7 +198,7 @@ def _harness(*args, build_dir, env=None):
 def test_the_harness_times_alone_and_waits_for_other_kernels_checks_to_finish(tmp_path):
     """Another kernel's trials hold the device shared; ours reaches its timing loop and must wait."""
     lock_dir, stage_file = tmp_path / "locks", tmp_path / "stage"
-    env = dict(os.environ, **{LOCK_DIR_VARIABLE: str(lock_dir), "HARNESS_STAGE_FILE": str(stage_file)})
+    env = dict(os.environ, **{LOCK_DIR_VARIABLE: str(lock_dir), "JUDGE_STAGE_FILE": str(stage_file)})
     other = DeviceLock(lock_dir, "cpu")
     released_after = []
 

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from verifier import build as harness_build
+from verifier import environ_get
 from verifier import gpu_campaign
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,10 +42,10 @@ def halves():
 
 def run_half(entries):
     """Every entry once, sharing one extension build cache: the untimed ones first
-    (KB_CHEAT_SUITE_JOBS at a time, default one: the other half runs on the other worker), then
+    (CHEAT_SUITE_JOBS at a time, default one: the other half runs on the other worker), then
     the timed ones one at a time (as gpu_campaign's phase B does), so a judge's clock check is not
     measuring another judge of this half."""
-    build_dir = os.environ.get("KB_HARNESS_TEST_BUILD_DIR") or harness_build.default_build_dir()
+    build_dir = environ_get("VERIFIER_TEST_BUILD_DIR") or harness_build.default_build_dir()
     env = dict(os.environ, PYTHONPATH=str(ROOT), MAX_JOBS="1")
 
     def run(entry):
@@ -54,7 +55,7 @@ def run_half(entries):
         return entry["name"], gpu_campaign.run_one(argv, 900, env)
 
     untimed = [e for e in entries if not e.get("timing")]
-    with cf.ThreadPoolExecutor(max_workers=int(os.environ.get("KB_CHEAT_SUITE_JOBS", "1"))) as pool:
+    with cf.ThreadPoolExecutor(max_workers=int(environ_get("CHEAT_SUITE_JOBS", "1"))) as pool:
         docs = dict(pool.map(run, untimed))
     docs.update(run(e) for e in entries if e.get("timing"))
     return docs

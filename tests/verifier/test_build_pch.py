@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier import build, build_pch
+from verifier import build, build_pch, environ_names
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,16 +73,17 @@ def test_a_cpu_build_uses_the_judges_precompiled_header_past_a_stale_lock(tmp_pa
 
 def test_the_precompiled_header_is_outside_what_the_runner_may_write(tmp_path, monkeypatch):
     build_dir = str(tmp_path / "builds")
-    monkeypatch.delenv("KB_HARNESS_PCH_DIR", raising=False)
+    for name in environ_names("VERIFIER_PCH_DIR"):
+        monkeypatch.delenv(name, raising=False)
     pch = build_pch.pch_dir_for(build_dir)
     # the runner's landlock rules allow writes beneath its scratch folder and the build folder
     assert not (pch + os.sep).startswith(os.path.abspath(build_dir) + os.sep)
     assert os.path.dirname(pch) == str(tmp_path)
     # one folder for many build caches (the test session's), but never one inside a build cache
-    monkeypatch.setenv("KB_HARNESS_PCH_DIR", str(tmp_path / "shared-pch"))
+    monkeypatch.setenv("VERIFIER_PCH_DIR", str(tmp_path / "shared-pch"))
     assert build_pch.pch_dir_for(build_dir) == str(tmp_path / "shared-pch")
     for overlapping in (build_dir, build_dir + "/pch", str(tmp_path)):
-        monkeypatch.setenv("KB_HARNESS_PCH_DIR", overlapping)
+        monkeypatch.setenv("VERIFIER_PCH_DIR", overlapping)
         assert build_pch.pch_dir_for(build_dir) == pch, overlapping
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from verifier import SHIPPED_MODULES
 from verifier import build as harness_build
+from verifier import environ_get
 from verifier.judge import shipped_files_sha256
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +24,7 @@ REQUIRED_KEYS = {"verdict", "flags", "task_flags", "trials", "tolerance", "timin
 
 
 def build_dir():
-    return os.environ.get("KB_HARNESS_TEST_BUILD_DIR") or harness_build.default_build_dir()
+    return environ_get("VERIFIER_TEST_BUILD_DIR") or harness_build.default_build_dir()
 
 
 def run_cli(args, cwd=ROOT, module="verifier.judge", isolated=False, timeout=900):

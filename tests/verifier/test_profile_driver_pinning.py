@@ -4,7 +4,8 @@ import threading
 
 import pytest
 
-from verifier import profile_driver
+from verifier import environ_names, profile_driver
+from verifier.timing_report import RESERVED_CPUS_VARIABLE
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                                 reason="needs Linux CPU affinity and two CPUs")
@@ -17,7 +18,7 @@ def _affinities():
 def test_every_thread_runs_on_the_reserved_cpus_in_the_window_and_moves_back(monkeypatch):
     allowed = sorted(os.sched_getaffinity(0))
     reserved = allowed[-1]
-    monkeypatch.setenv("KB_TIMING_CPUS", str(reserved))
+    monkeypatch.setenv(RESERVED_CPUS_VARIABLE, str(reserved))
     stop = threading.Event()
     helper = threading.Thread(target=stop.wait)  # stands in for ncu's and torch's own threads
     helper.start()
@@ -39,7 +40,7 @@ def test_a_thread_started_inside_the_window_moves_back_too(monkeypatch):
     inherit the timing CPUs and must not stay there beside the next kernel's timing loop."""
     allowed = os.sched_getaffinity(0)
     reserved = sorted(allowed)[-1]
-    monkeypatch.setenv("KB_TIMING_CPUS", str(reserved))
+    monkeypatch.setenv(RESERVED_CPUS_VARIABLE, str(reserved))
     stop, born = threading.Event(), []
     late = threading.Thread(target=lambda: (born.append(threading.get_native_id()), stop.wait()))
     try:
@@ -56,7 +57,8 @@ def test_a_thread_started_inside_the_window_moves_back_too(monkeypatch):
 
 
 def test_without_reserved_cpus_nothing_moves(monkeypatch):
-    monkeypatch.delenv("KB_TIMING_CPUS", raising=False)
+    for name in environ_names(RESERVED_CPUS_VARIABLE):
+        monkeypatch.delenv(name, raising=False)
     before = _affinities()
     with profile_driver.on_reserved_cpus("ncu"):
         assert _affinities() == before

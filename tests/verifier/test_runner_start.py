@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from verifier import build as harness_build
-from verifier import runner_start
+from verifier import RENAMED_VARIABLES, environ_get, runner_start
 
 from .memory_searcher import SEARCHER
 
@@ -18,13 +18,25 @@ RELU = ROOT / "verifier" / "cheat_suite" / "tasks" / "relu_cpu.py"
 
 
 def test_the_judge_keeps_only_its_own_variables():
-    given = {"PATH": "/bin", "HOME": "/h", "KB_HARNESS_BUILD_DIR": "/b", "HARNESS_STAGE_FILE": "/s",
+    given = {"PATH": "/bin", "HOME": "/h", "VERIFIER_BUILD_DIR": "/b", "JUDGE_STAGE_FILE": "/s",
              "TORCH_EXTENSIONS_DIR": "/t", "CUDA_VISIBLE_DEVICES": "0", "PYTHONPATH": "/p", "OMP_NUM_THREADS": "1",
              "DATABASE_URL": "postgres://u:p@h/db", "SECRET_KEY": "s", "AWS_SECRET_ACCESS_KEY": "a",
              "REDIS_URL": "redis://h", "DJANGO_SETTINGS_MODULE": "archive_site.settings", "HF_TOKEN": "t"}
     kept = runner_start.judge_environment(given)
-    assert set(kept) == {"PATH", "HOME", "KB_HARNESS_BUILD_DIR", "HARNESS_STAGE_FILE", "TORCH_EXTENSIONS_DIR",
+    assert set(kept) == {"PATH", "HOME", "VERIFIER_BUILD_DIR", "JUDGE_STAGE_FILE", "TORCH_EXTENSIONS_DIR",
                          "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "OMP_NUM_THREADS"}
+
+
+def test_the_judge_keeps_the_verifiers_variables_under_both_names_and_no_lookalike():
+    """Each variable of RENAMED_VARIABLES reaches the judge under its new name and, for one
+    release, its old one; a name that only looks like one does not (the old names' prefixes aside),
+    and none of them reaches the runner."""
+    given = {name: "/x" for pair in RENAMED_VARIABLES.items() for name in pair}
+    lookalikes = {"VERIFIER_SECRET": "s", "JUDGE_TOKEN": "t", "CHEAT_SUITE_JOBS_X": "j", "JUDGE_SERVER": "j"}
+    kept = runner_start.judge_environment(dict(given, **lookalikes))
+    assert set(kept) == set(given)
+    assert not [name for name in given if name in runner_start._PASSED_VARIABLES
+                or name.startswith(runner_start._PASSED_PREFIXES)]
 
 
 def test_a_forked_runner_holds_nothing_of_the_judges_caller(tmp_path):
@@ -33,7 +45,7 @@ def test_a_forked_runner_holds_nothing_of_the_judges_caller(tmp_path):
     half = len(token) // 2
     candidate.write_text(SEARCHER % (token[:half].encode().hex(), token[half:].encode().hex()))
     env = dict(os.environ, SECRET_TOKEN=token, DATABASE_URL="postgres://u:%s@h/db" % token, PYTHONPATH=str(ROOT))
-    build_dir = os.environ.get("KB_HARNESS_TEST_BUILD_DIR") or harness_build.default_build_dir()
+    build_dir = environ_get("VERIFIER_TEST_BUILD_DIR") or harness_build.default_build_dir()
     done = subprocess.run([sys.executable, "-m", "verifier.judge", "--reference", str(RELU), "--candidate",
                            str(candidate), "--device", "cpu", "--no-timing", "--seeds", "1,2", "--build-dir",
                            build_dir], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

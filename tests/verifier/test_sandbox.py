@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from verifier import build as harness_build
-from verifier import judge_server
+from verifier import environ_names, judge_server
 from verifier.sandbox import run_harness_isolated
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,7 +17,8 @@ RELU = ROOT / "verifier" / "cheat_suite" / "tasks" / "relu.py"
 def new_interpreters(monkeypatch):
     """These tests cover the sandbox starting the judge itself (a worker with no judge server);
     tests/verifier/test_judge_server.py covers judges forked by a server."""
-    monkeypatch.delenv(judge_server.SOCKET_VARIABLE, raising=False)
+    for name in environ_names(judge_server.SOCKET_VARIABLE):
+        monkeypatch.delenv(name, raising=False)
 
 
 def harness_argv(candidate, *extra):

@@ -6,7 +6,8 @@ import pytest
 
 from verifier import build as harness_build
 from verifier import timing as timing
-from verifier import timing_report
+from verifier import environ_names, timing_report
+from verifier.timing_report import RESERVED_CPUS_VARIABLE
 
 
 def test_summaries_and_rse():
@@ -146,12 +147,13 @@ def test_gpu_time_spin_outlasts_the_slowest_launch_within_bounds():
 
 def test_pinning_pins_onto_reserved_cpus_only_and_restores_the_affinity(monkeypatch):
     before = os.sched_getaffinity(0)
-    monkeypatch.delenv("KB_TIMING_CPUS", raising=False)
+    for name in environ_names(RESERVED_CPUS_VARIABLE):
+        monkeypatch.delenv(name, raising=False)
     with timing_report.Pinning("cuda") as pinning:  # nothing reserved: nobody pinned, and it says why
         assert os.sched_getaffinity(0) == before and pinning.runner_cpus is None
-        assert pinning.report["pinned"] is False and "KB_TIMING_CPUS" in pinning.report["reason"]
+        assert pinning.report["pinned"] is False and RESERVED_CPUS_VARIABLE in pinning.report["reason"]
     cpus = sorted(before)
-    monkeypatch.setenv("KB_TIMING_CPUS", ",".join(map(str, cpus[:2])))
+    monkeypatch.setenv(RESERVED_CPUS_VARIABLE, ",".join(map(str, cpus[:2])))
     with timing_report.Pinning("cuda") as pinning:
         assert os.sched_getaffinity(0) == {cpus[0]} and pinning.judge_cpus == [cpus[0]]
         assert pinning.runner_cpus == [cpus[:2][-1]] and pinning.report["judge"] == pinning.judge_cpus
@@ -176,12 +178,12 @@ def test_result_readers_take_both_figures_from_new_documents_and_the_one_figure_
 
 def test_pinning_takes_the_reserved_cpus_when_the_host_has_them(monkeypatch):
     allowed = sorted(os.sched_getaffinity(0))
-    monkeypatch.setenv("KB_TIMING_CPUS", "%d-%d" % (allowed[-1], allowed[-1]))
+    monkeypatch.setenv(RESERVED_CPUS_VARIABLE, "%d-%d" % (allowed[-1], allowed[-1]))
     assert timing_report.reserved_cpus() == [allowed[-1]]
     with timing_report.Pinning("cuda") as pinning:
         assert pinning.judge_cpus == pinning.runner_cpus == [allowed[-1]]
         assert os.sched_getaffinity(0) == {allowed[-1]} and "reserved" in pinning.report["chosen_from"]
-    monkeypatch.setenv("KB_TIMING_CPUS", "0,2-3,x")
+    monkeypatch.setenv(RESERVED_CPUS_VARIABLE, "0,2-3,x")
     assert timing_report.reserved_cpus() == [0, 2, 3]
 
 
