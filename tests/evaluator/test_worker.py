@@ -2,7 +2,6 @@
 
 In-process (Huey immediate) for the outcomes, then real `run_huey` consumers on Huey's
 SQLite queue and on Redis with PostgreSQL, and a consumer killed mid-job."""
-import os
 import signal
 import time
 from pathlib import Path
