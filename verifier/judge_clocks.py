@@ -23,11 +23,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
-    from .timing import FingerprintWeights, TimedCaller
+    from .timing import BatchAnswer, Clock, FingerprintWeights, TimedCaller
 
     Implementations = Sequence[tuple[str, Callable[[Any], Any]]]  # [(name, fn)]
     # (seeds, the clock asked for or None) -> (the runner's answer, the judge's clock around it, ms)
-    CandidateBatch = Callable[[list[int], "dict[str, Any] | None"], "tuple[dict[str, Any], float]"]
+    CandidateBatch = Callable[[list[int], "dict[str, Any] | None"], "tuple[BatchAnswer, float]"]
 
 SEED_BOUND = 2 ** 62
 
@@ -53,7 +53,7 @@ class Chosen:
     the GPU-time spin, and why: ``why_kernel_time`` (set when a call waits for the device, used
     or not) and ``gpu_time_busy`` (``{used, why, spin_us}``, set when GPU time ranks)."""
 
-    def __init__(self, clocks: tuple[str, ...], callers: dict[str, Any], request: dict[str, dict[str, Any]],
+    def __init__(self, clocks: tuple[str, ...], callers: dict[str, Clock], request: dict[str, dict[str, Any]],
                  spin_us: float | None) -> None:
         self.clocks, self.callers, self.request, self.spin_us = clocks, callers, request, spin_us
         self.why_kernel_time, self.gpu_time_busy = None, None
@@ -117,7 +117,7 @@ def _try_busy_gpu_time(chosen, device, live, make, batch, weights, candidate_bat
     chosen.request["gpu_time"].update(busy=True, spin_us=chosen.spin_us)
 
 
-def profiled_clock_fails(live: Implementations, make: Callable[[int], Any], batch: int, caller: Any,
+def profiled_clock_fails(live: Implementations, make: Callable[[int], Any], batch: int, caller: Clock,
                          weights: FingerprintWeights, candidate_batch: CandidateBatch,
                          request: dict[str, Any]) -> tuple[str | None, dict[str, list[float]] | None]:
     """(None, launch ms per implementation) when the profiled ``caller`` (kernel_time.KernelTimeCaller,

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from .judge_clocks import CandidateBatch
     from .runner_process import RunnerProcess
     from .shared_baseline import SharedBaseline
+    from .timing import BatchAnswer, Clock
 
 _perf = time.perf_counter
 FINGERPRINT_SIGMAS = 8.0
@@ -146,7 +147,7 @@ def _check_prints(cand, ref_prints, ref_outputs, tol):
     return None
 
 
-def _bound_by_own_events(answer: dict[str, Any], batch: int) -> None:
+def _bound_by_own_events(answer: BatchAnswer, batch: int) -> None:
     """The runner's busy times held to its own events' bound again (kernel_time.bounded_busy_ms),
     by the judge: a report cannot put a call further below its events than the bound allows. A
     call the judge lifted counts as set by its events (``event_bounded``)."""
@@ -241,13 +242,13 @@ class TimingRounds:
     stop: StopReason = field(default_factory=StopReason)
 
     @classmethod
-    def start(cls, clocks: tuple[str, ...], names: list[str], callers: dict[str, Any]) -> TimingRounds:
+    def start(cls, clocks: tuple[str, ...], names: list[str], callers: dict[str, Clock]) -> TimingRounds:
         return cls(clocks=clocks, names=names,
                    samples={clock: {name: {"ms": [], "host_ms": [], **{k: [] for k in PROFILED_KEYS}}
                                     for name in names} for clock in clocks},
                    hidden={name: [] for name in names}, unaccounted={clock: [] for clock in clocks},
                    own_rounds={clock: [] for clock in clocks},
-                   outside={clock: outside_work.Rounds() for clock in clocks if hasattr(callers[clock], "finish")})
+                   outside={clock: outside_work.Rounds() for clock in clocks if callers[clock].profiling})
 
     def candidate_medians(self) -> dict[str, float | None]:
         return {c: timing.median_iqr(self.samples[c]["candidate"]["ms"])[0] for c in self.clocks}
@@ -393,8 +394,7 @@ def _time_one_round(loop: TimingRounds, run: TimingRun, flags: list[dict[str, An
                 t0 = _perf()
                 result = timing.run_batch(run.live[name], run.make, calls, caller, run.weights, keep=kept[name])
                 walls[name] = (_perf() - t0) * 1e3
-                if hasattr(caller, "finish"):
-                    caller.finish(result)
+                caller.finish(result)
             if name == "eager":
                 ref_prints, eager_result = result["fingerprints"], result
         if not (_numbers(result.get("ms"), batch) and _numbers(result.get("host_ms"), batch)):
@@ -403,7 +403,7 @@ def _time_one_round(loop: TimingRounds, run: TimingRun, flags: list[dict[str, An
             return False
         samples[name]["ms"] += result["ms"]
         samples[name]["host_ms"] += result["host_ms"]
-        if hasattr(caller, "finish"):
+        if caller.profiling:
             for key in PROFILED_KEYS:
                 got = result.get(key)
                 whole = (_bools if key == "event_bounded" else _numbers)(got, batch)

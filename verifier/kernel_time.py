@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from typing import Any
 
+    from .timing import BatchAnswer, CallResult, L2Flusher, QueuedLaunchCaller
+
 LABEL = "kb_timed_call_%d"
 METHOD = ("GPU kernel time: the device's busy time during the call, the union of the intervals of every kernel, "
           "copy and memset the call launched (CUPTI through torch.profiler, each tied to its call by its runtime "
@@ -163,25 +165,26 @@ class KernelTimeCaller(timing.TimedCaller):
     work on the host is not made free by it)."""
 
     clock = "kernel_time"
+    profiling = True
 
-    def __init__(self, device, start_delay_us=None, flusher=None):
+    def __init__(self, device: str, start_delay_us: float | None = None, flusher: L2Flusher | None = None) -> None:
         super().__init__(device, start_delay_us)
         self.clock = "kernel_time"  # on the CPU (tests) no device work is found: each call keeps its host time
         if flusher is not None:
             self.flusher = flusher
         self.profiled = ProfiledBatch(device)
 
-    def call(self, fn, inputs):
+    def call(self, fn: Callable[[Any], Any], inputs: Any) -> CallResult:
         return super().call(self.profiled.labelled(fn), inputs)
 
-    def prepare(self):
+    def prepare(self) -> None:
         """Before the judge's clock around a batch starts: the batch's profile begins."""
         self.profiled.start()
 
-    def batch(self):
+    def batch(self) -> contextlib.AbstractContextManager[None]:
         return self.profiled.batch()
 
-    def finish(self, answer):
+    def finish(self, answer: BatchAnswer) -> BatchAnswer:
         """Rewrite ``answer`` (a batch's): ``ms`` becomes each call's kernel time, ``event_ms``
         keeps its events, ``device_activities`` counts what was tied to it, ``outside`` sums up the
         device work outside every call (outside_work.summarize); or ``kernel_time_error`` says
@@ -233,22 +236,23 @@ class QueuedBusyCaller:
     ``bounded_busy_ms``, keeping the events as ``event_ms``."""
 
     clock = "gpu_time"
+    profiling = True
 
-    def __init__(self, inner):
+    def __init__(self, inner: QueuedLaunchCaller) -> None:
         self.inner, self.device = inner, inner.device
         self.profiled = ProfiledBatch(inner.device)
 
-    def call(self, fn, inputs):
+    def call(self, fn: Callable[[Any], Any], inputs: Any) -> CallResult:
         return self.inner.call(self.profiled.labelled(fn), inputs)
 
-    def prepare(self):
+    def prepare(self) -> None:
         """Before the judge's clock around a batch starts: the batch's profile begins."""
         self.profiled.start()
 
-    def batch(self):
+    def batch(self) -> contextlib.AbstractContextManager[None]:
         return self.profiled.batch()
 
-    def finish(self, answer):
+    def finish(self, answer: BatchAnswer) -> BatchAnswer:
         """``ms`` becomes each call's bounded busy time, ``event_ms`` keeps its events,
         ``device_activities`` counts what was tied to it, ``event_bounded`` says which calls'
         figures the events set, ``outside`` sums up the device work outside every call

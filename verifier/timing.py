@@ -16,6 +16,8 @@ On the CPU there is no device timeline: one clock, ``host`` (perf_counter around
 The timer and synchronisation functions are captured when this module is
 imported - before any candidate code runs - so a candidate that patches
 ``time.perf_counter`` or ``torch.cuda.Event`` cannot change what is measured.
+Every caller implements ``Clock`` in full; one timed call answers a ``CallResult``, one batch a
+``BatchAnswer`` (a plain dict: the runner sends it to the judge as JSON).
 No Django imports here: this file ships inside the verification bundle.
 """
 from __future__ import annotations
@@ -24,15 +26,16 @@ import contextlib
 import math
 import statistics
 import time
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypedDict
 
 import torch
 
 from . import build
 from . import inputs as inputs_mod
 
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Iterable, Sequence
+    from contextlib import AbstractContextManager
     from typing import Any
 
 _perf = time.perf_counter
@@ -156,6 +159,61 @@ DEFAULT_START_DELAY_US = 50.0
 _SPIN_CYCLES_PER_US = 2000  # a 2 GHz clock; a slower clock only makes the delay longer
 
 
+class CallResult(NamedTuple):
+    """One timed call: its output, the clock's figure (ms), the host's time around the call and
+    the synchronize after it (ms), the host's time until the call returned (ms), and on the
+    GPU-time clock whether its launch was hidden behind the spin (None on the other clocks)."""
+
+    output: Any
+    ms: float
+    host_ms: float
+    launch_ms: float
+    launch_hidden: bool | None = None
+
+
+class BatchAnswer(TypedDict, total=False):
+    """One batch's answer (run_batch, then the caller's ``finish``): a plain dict, since the runner
+    sends it to the judge as JSON and the judge checks every field as untrusted."""
+
+    ms: list[float]  # the clock's figure per call
+    host_ms: list[float]
+    launch_ms: list[float]
+    fingerprints: list[list[Any]]  # per call, one fingerprint per output leaf
+    launch_hidden: list[bool]  # the GPU-time clock only
+    clock: str  # the runner's: the clock it used
+    cpus: Any  # the runner's: the CPUs it ran on, or why it was not pinned
+    event_ms: list[float]  # a profiled clock's finish: the calls' own events
+    device_activities: list[int]
+    event_bounded: list[bool]  # busy GPU time only
+    outside: dict[str, Any]  # outside_work.summarize of the device work outside the calls
+    kernel_time_error: str  # why a profiled clock's finish added nothing
+
+
+class Clock(Protocol):
+    """What every timed caller implements in full: run_batch drives it, the judge
+    (judge_timing.py, judge_clocks.py) and the runner (runner_session.py) choose it by clock.
+
+    ``profiling``: whether its batches run under the profiler (kernel_time.py), so that ``finish``
+    adds the profiled keys (``event_ms``, ``device_activities``, ``event_bounded``, ``outside``)
+    or ``kernel_time_error``; a caller that does not profile has nothing to begin or to add."""
+
+    clock: str  # its name in the document and in the runner's answers
+    device: str
+    profiling: bool
+
+    def prepare(self) -> None:
+        """Before the judge's clock around a batch starts (and before its seeds are known)."""
+
+    def batch(self) -> AbstractContextManager[object]:
+        """Around the batch's calls."""
+
+    def call(self, fn: Callable[[Any], Any], inputs: Any) -> CallResult:
+        """One timed call of ``fn`` on ``inputs``."""
+
+    def finish(self, answer: BatchAnswer) -> BatchAnswer:
+        """After the batch's timed window: ``answer`` with what the clock adds, rewritten in place."""
+
+
 class TimedCaller:
     """End-to-end clock. One timed call: L2 flushed, device synchronized, (GPU) a spin before
     the start event, CUDA events around the call, host time around it and the device-wide
@@ -163,8 +221,9 @@ class TimedCaller:
     times the runner's whole batch with its own clock (judge_timing.py)."""
 
     clock = "end_to_end"
+    profiling = False
 
-    def __init__(self, device, start_delay_us=None):
+    def __init__(self, device: str, start_delay_us: float | None = None) -> None:
         self.device = device
         self.flusher = L2Flusher(device)
         delay = DEFAULT_START_DELAY_US if start_delay_us is None else start_delay_us
@@ -174,11 +233,15 @@ class TimedCaller:
         if device != "cuda":
             self.clock = "host"
 
-    def prepare(self):
+    def prepare(self) -> None:
         """Before the judge's clock around a batch starts: nothing to begin on this clock."""
 
-    def call(self, fn, inputs):
-        """(output, event ms, host ms, host ms until the call returned)."""
+    def batch(self) -> AbstractContextManager[object]:
+        """Around the batch's calls: nothing on this clock."""
+        return contextlib.nullcontext()
+
+    def call(self, fn: Callable[[Any], Any], inputs: Any) -> CallResult:
+        """A CallResult: the output, event ms, host ms, host ms until the call returned."""
         self.flusher.flush()
         if self.device == "cuda":
             _cuda_sync()
@@ -193,12 +256,16 @@ class TimedCaller:
             returned = _perf()
             _cuda_sync()
             h1 = _perf()
-            return out, _event_elapsed(start, end), (h1 - h0) * 1e3, (returned - h0) * 1e3
+            return CallResult(out, _event_elapsed(start, end), (h1 - h0) * 1e3, (returned - h0) * 1e3)
         h0 = _perf()
         with torch.no_grad():
             out = fn(inputs)
         h1 = _perf()
-        return out, (h1 - h0) * 1e3, (h1 - h0) * 1e3, (h1 - h0) * 1e3
+        return CallResult(out, (h1 - h0) * 1e3, (h1 - h0) * 1e3, (h1 - h0) * 1e3)
+
+    def finish(self, answer: BatchAnswer) -> BatchAnswer:
+        """After the batch's timed window: nothing to add on this clock."""
+        return answer
 
 
 # The GPU-time spin must outlast the host's launch of the call (inputs' copies, the L2 flush,
@@ -221,8 +288,9 @@ class QueuedLaunchCaller:
     fingerprint of that call; ordered work cannot start before the start event."""
 
     clock = "gpu_time"
+    profiling = False
 
-    def __init__(self, device, spin_us, flusher=None):
+    def __init__(self, device: str, spin_us: float, flusher: L2Flusher | None = None) -> None:
         if device != "cuda":
             raise ValueError("the GPU-time clock needs a GPU")
         self.device = device
@@ -230,11 +298,15 @@ class QueuedLaunchCaller:
         self.spin_us = min(max(float(spin_us), 0.0), MAX_QUEUE_SPIN_US)
         self.spin_cycles = int(self.spin_us * _SPIN_CYCLES_PER_US)
 
-    def prepare(self):
+    def prepare(self) -> None:
         """Before the judge's clock around a batch starts: nothing to begin on this clock."""
 
-    def call(self, fn, inputs):
-        """(output, event ms, host ms, host ms until the call returned, launch hidden)."""
+    def batch(self) -> AbstractContextManager[object]:
+        """Around the batch's calls: nothing on this clock."""
+        return contextlib.nullcontext()
+
+    def call(self, fn: Callable[[Any], Any], inputs: Any) -> CallResult:
+        """A CallResult: the output, event ms, host ms, host ms until the call returned, launch hidden."""
         late = []
 
         def poisoned(t):
@@ -260,7 +332,11 @@ class QueuedLaunchCaller:
         hidden = not _event_query(start)
         _cuda_sync()
         h1 = _perf()
-        return out, _event_elapsed(start, end), (h1 - h0) * 1e3, (returned - h0) * 1e3, hidden
+        return CallResult(out, _event_elapsed(start, end), (h1 - h0) * 1e3, (returned - h0) * 1e3, hidden)
+
+    def finish(self, answer: BatchAnswer) -> BatchAnswer:
+        """After the batch's timed window: nothing to add on this clock."""
+        return answer
 
 
 class FingerprintWeights:
@@ -289,30 +365,33 @@ def fingerprint(leaf: Any, weights: FingerprintWeights) -> Any:
     return float(torch.dot(flat, weights(flat.numel()).to(flat.device)))
 
 
-def run_batch(fn, make_inputs, seeds, caller, weights, keep=None):
+def run_batch(fn: Callable[[Any], Any], make_inputs: Callable[[int], Any], seeds: Iterable[int], caller: Clock,
+              weights: FingerprintWeights, keep: list[list[Any]] | None = None) -> BatchAnswer:
     """Time one call of ``fn`` per seed on ``caller``'s clock, each on ``make_inputs(seed)``
     (made before the call's clock starts); returns per-call ms, host ms, host ms until the call
     returned (``launch_ms``), output fingerprints and, on the GPU-time clock, whether each
-    launch was hidden. A caller with a ``batch`` context (the kernel-time clock) wraps the
-    whole batch; its ``finish`` rewrites ``ms`` once the batch's timed window is over.
-    ``keep``: a list that receives each call's output leaves."""
+    launch was hidden. The caller's ``batch`` context wraps the whole batch (the profile, on a
+    profiled clock); the caller's ``finish``, called by whoever ran the batch once the batch's
+    timed window is over, rewrites ``ms`` there. ``keep``: a list that receives each call's
+    output leaves."""
     ms, host_ms, launch_ms, hidden, prints = [], [], [], [], []
-    answer = {"ms": ms, "host_ms": host_ms, "launch_ms": launch_ms, "fingerprints": prints}
-    with caller.batch() if hasattr(caller, "batch") else contextlib.nullcontext():
+    answer: BatchAnswer = {"ms": ms, "host_ms": host_ms, "launch_ms": launch_ms, "fingerprints": prints}
+    with caller.batch():
         for seed in seeds:
             ins = make_inputs(seed)
             if caller.device == "cuda":
                 _cuda_sync()
-            out, elapsed, host, launch, *rest = caller.call(fn, ins)
-            leaves = inputs_mod.as_output_list(out)
+            timed = caller.call(fn, ins)
+            leaves = inputs_mod.as_output_list(timed.output)
             prints.append([fingerprint(leaf, weights) for leaf in leaves])
-            ms.append(elapsed)
-            host_ms.append(host)
-            launch_ms.append(launch)
-            hidden += rest
+            ms.append(timed.ms)
+            host_ms.append(timed.host_ms)
+            launch_ms.append(timed.launch_ms)
+            if timed.launch_hidden is not None:
+                hidden.append(timed.launch_hidden)
             if keep is not None:
                 keep.append(leaves)
-            del out, leaves, ins
+            del timed, leaves, ins
     if caller.clock == "gpu_time":
         answer["launch_hidden"] = hidden
     return answer

@@ -70,7 +70,7 @@ class WaitingQueuedCaller(StandInQueuedCaller):
     """A call that waits for the device inside itself: its launch is never hidden."""
 
     def call(self, fn, inputs):
-        return super().call(fn, inputs)[:4] + (False,)
+        return super().call(fn, inputs)._replace(launch_hidden=False)
 
 
 @pytest.fixture

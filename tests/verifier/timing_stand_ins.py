@@ -30,16 +30,23 @@ class Doubler(torch.nn.Module):
 
 
 class StandInQueuedCaller:
-    """The GPU-time caller's contract on the CPU: a wait the figure leaves out (the spin; at
-    most 1 ms here), then the call, timed; host time around both; launch hidden."""
+    """The GPU-time caller's contract (timing.Clock) on the CPU: a wait the figure leaves out (the
+    spin; at most 1 ms here), then the call, timed; host time around both; launch hidden."""
 
     clock = "gpu_time"
+    profiling = False
 
     def __init__(self, device, spin_us, flusher=None):
         self.device, self.spin_us = device, spin_us
 
     def prepare(self):
         pass
+
+    def batch(self):
+        return contextlib.nullcontext()
+
+    def finish(self, answer):
+        return answer
 
     def call(self, fn, inputs):
         h0 = time.perf_counter()
@@ -48,7 +55,7 @@ class StandInQueuedCaller:
         with torch.no_grad():
             out = fn(inputs)
         t1 = time.perf_counter()
-        return out, (t1 - t0) * 1e3, (t1 - h0) * 1e3, (t1 - h0) * 1e3, True
+        return timing.CallResult(out, (t1 - t0) * 1e3, (t1 - h0) * 1e3, (t1 - h0) * 1e3, True)
 
 
 class FakeRunner:
@@ -87,7 +94,7 @@ class FakeRunner:
             self.outputs = []
             answer = timing.run_batch(self.fn, self.make, values["calls"], caller, self.weights, keep=self.outputs)
             answer["clock"] = caller.clock  # as the runner's time_batch says which clock it used
-            self.kernel_batch = (caller, list(answer["ms"])) if hasattr(caller, "finish") else None
+            self.kernel_batch = (caller, list(answer["ms"])) if caller.profiling else None
             if self.forge:
                 self.forge(caller.clock, answer, self.outputs)
             return answer, []
