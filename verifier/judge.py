@@ -373,7 +373,7 @@ class _Job:
         if touched and not any(f["name"] == "reference_mutates_inputs" for f in self.doc["task_flags"]):
             self.doc["task_flags"].append(checks.flag("reference_mutates_inputs", False,
                                                       "the reference writes to inputs %s" % touched, source="judge"))
-        structure, tensors = judge_timing._structure(gold_cpu)
+        structure, tensors = judge_timing.input_structure(gold_cpu)
         answer, out = self.runner.request("trial", {"seed": seed, "inputs": structure}, tensors, expect="trial")
         first = _leaves(answer.get("first"), out, 0)
         again = _leaves(answer.get("again"), out, _tensor_count(answer.get("first")))

@@ -117,9 +117,6 @@ def input_structure(inputs: Sequence[Any]) -> tuple[list[dict[str, Any]], list[t
     return structure, tensors
 
 
-_structure = input_structure  # the old name, until verifier/judge.py imports input_structure
-
-
 def _check_prints(cand, ref_prints, ref_outputs, tol):
     """Index of the first call whose fingerprint leaves the bound, with the numbers, or None."""
     for i, (c_leaves, r_leaves, outs) in enumerate(zip(cand, ref_prints, ref_outputs)):

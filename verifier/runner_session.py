@@ -119,7 +119,7 @@ class RunnerSession:
             analysis, build, checks, guard, inp, kernel_time, memory, timing, trials_mod)] + [
             (c.__module__ + "." + c.__qualname__, c) for c in (  # their methods, which the module's names do not cover
                 timing.TimedCaller, timing.QueuedLaunchCaller, kernel_time.KernelTimeCaller,
-                kernel_time.QueuedBusyCaller, kernel_time.ProfiledBatch)]
+                kernel_time.QueuedBusyCaller, kernel_time.ProfiledBatch, timing.CallResult)]
         if not build_only:
             ctx.size_hints = self._warm_up(ref_model, ref_mod)
         before = guard.snapshot(ctx.namespaces)
@@ -232,7 +232,7 @@ class RunnerSession:
         answer = timing.run_batch(self.ctx.cand_call, self.make_inputs, seeds, caller, self.weights,
                                   keep=self.batch_outputs)
         answer["clock"] = caller.clock
-        self.profiled_batch = (caller, list(answer["ms"])) if hasattr(caller, "finish") else None
+        self.profiled_batch = (caller, list(answer["ms"])) if caller.profiling else None
         if pinned is not None:
             answer["cpus"] = pinned
         return answer

@@ -10,6 +10,7 @@ import math
 import os
 import statistics
 
+from . import environ_get
 from . import kernel_time
 from . import timing
 from .result import flag
@@ -73,14 +74,14 @@ def queue_spin_us(launch_ms: dict[str, list[float]]) -> float:
     return min(max(100.0, 3000.0 * worst + 30.0), timing.MAX_QUEUE_SPIN_US)
 
 
-RESERVED_CPUS_VARIABLE = "KB_TIMING_CPUS"
+RESERVED_CPUS_VARIABLE = "VERIFIER_TIMING_CPUS"
 
 
 def reserved_cpus(text: str | None = None) -> list[int]:
-    """CPUs the host keeps free for timing loops (``KB_TIMING_CPUS``, or ``text``, e.g. ``0,1``
+    """CPUs the host keeps free for timing loops (``VERIFIER_TIMING_CPUS``, or ``text``, e.g. ``0,1``
     or ``0-1``; the worker starts everything else away from them), or []."""
     cpus = []
-    text = os.environ.get(RESERVED_CPUS_VARIABLE, "") if text is None else text
+    text = environ_get(RESERVED_CPUS_VARIABLE, "") if text is None else text
     for part in text.split(","):
         low, _, high = part.strip().partition("-")
         if low.isdigit() and (not high or high.isdigit()):
@@ -91,7 +92,7 @@ def reserved_cpus(text: str | None = None) -> list[int]:
 class Pinning:
     """The judge's thread pinned to one CPU for the timed phase, the runner to another (it
     pins itself when its batches ask); the affinity is restored afterwards. Only onto the
-    host's reserved CPUs (KB_TIMING_CPUS), which the host keeps everything else away from:
+    host's reserved CPUs (VERIFIER_TIMING_CPUS), which the host keeps everything else away from:
     a pinned thread cannot move off a core another process takes. Measured on the H200 with
     two judges on one host pinned to the "two idlest" CPUs of the moment, the judge's clock
     saw 10-13 ms stalls in random batches and failed 3 honest kernels (timing_unaccounted);

@@ -20,10 +20,6 @@ ALIAS_FILES = {"verifier/__init__.py", "verifier/CHANGELOG.md", "archive_site/en
                "tests/verifier/test_renamed_variables.py"}
 # Dated logs: they record what ran then, under the names of then.
 DATED_LOGS = ("docs/worker_runs.md", "docs/h200_runs.md", "docs/decisions/")
-# Files another change is editing: still on an old name, read through the alias meanwhile.
-# Empty this list once they read the new names (the replacements are in the change's notes).
-NOT_YET_RENAMED = {"verifier/judge_timing.py", "verifier/judge_clocks.py", "verifier/timing.py",
-                   "verifier/kernel_time.py", "verifier/outside_work.py", "verifier/timing_report.py"}
 # A document names the alias once, where it introduces the variable: "formerly `KB_...`".
 ALIAS_MENTION = r"formerly `\$?"
 
@@ -85,7 +81,7 @@ def test_no_file_uses_an_old_name_outside_the_alias_places():
     found = []
     for path in _scanned_files():
         relative = path.relative_to(ROOT).as_posix()
-        if relative in ALIAS_FILES | NOT_YET_RENAMED or relative.startswith(DATED_LOGS):
+        if relative in ALIAS_FILES or relative.startswith(DATED_LOGS):
             continue
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             for match in old.finditer(line):
@@ -94,7 +90,3 @@ def test_no_file_uses_an_old_name_outside_the_alias_places():
                 found.append("%s:%d: %s" % (relative, number, match.group(1)))
     assert found == [], "\n".join(found)
 
-
-def test_the_files_not_yet_renamed_still_exist():
-    """So that the allowance above is emptied, not forgotten, when they move or go."""
-    assert [name for name in sorted(NOT_YET_RENAMED) if not (ROOT / name).exists()] == []
