@@ -398,6 +398,11 @@ def _time_one_round(loop: TimingRounds, run: TimingRun, flags: list[dict[str, An
             flags.append(flag("tampering", True, "the runner's batch report is malformed: %r" % (
                 {k: result.get(k) for k in ("ms", "host_ms")},), source="judge"))
             return False
+        prints = result.get("fingerprints")
+        if not (isinstance(prints, list) and len(prints) == batch):  # a call left out would go unchecked
+            flags.append(flag("tampering", True, "the runner's batch report has %s fingerprints for %d calls" % (
+                len(prints) if isinstance(prints, list) else "no list of", batch), source="judge"))
+            return False
         samples[name]["ms"] += result["ms"]
         samples[name]["host_ms"] += result["host_ms"]
         if caller.profiling:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 RESULT_VERSION = 3
-HARNESS_VERSION = "2.9.0"
+HARNESS_VERSION = "2.9.1"
 VERDICTS = ("passed", "failed", "error")
 BUILD_VERDICT = "built"
 MAX_LOG_CHARS = 30000

@@ -193,6 +193,19 @@ def test_malformed_report_is_tampering(two_clocks):
     assert [f["name"] for f in flags] == ["tampering"]
 
 
+@pytest.mark.parametrize("forged", [lambda prints: prints[:-1], lambda prints: None])
+def test_a_report_that_leaves_fingerprints_out_is_tampering(two_clocks, forged):
+    """Fingerprints short of the batch would leave its last calls unchecked (and an absent list
+    crashed the judge): the report is malformed, whatever its times."""
+    def forge(clock, answer, outputs):
+        if "fingerprints" in answer:  # a batch's answer, not a profile's figures
+            answer["fingerprints"] = forged(answer["fingerprints"])
+
+    _, _, info, flags, _ = run_timing(FakeRunner(lambda ins: Doubler()(*ins), forge))
+    assert [f["name"] for f in flags] == ["tampering"] and "fingerprints for" in flags[0]["evidence"]
+    assert info["stop"] == "the runner's report was malformed"
+
+
 def test_cpu_timing_has_one_clock_and_says_gpu_time_is_not_measured(monkeypatch):
     monkeypatch.setattr(judge_timing, "MAX_BATCH", 4)
     runner = FakeRunner(lambda ins: Doubler()(*ins))
