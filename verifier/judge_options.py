@@ -49,8 +49,7 @@ def from_args(args: argparse.Namespace, *, candidate_src: str,
     """The options of a command line (``parse``): ``--kind`` or the kind guessed from the
     candidate's source; ``--device`` or cuda when ``cuda_available()``, else cpu."""
     seeds = list(args.seed or [])
-    if args.seeds:
-        seeds += [int(s) for s in args.seeds.split(",") if s.strip()]
+    seeds += args.seeds or []
     return VerifyOptions(
         kind=args.kind or guess_kind(candidate_src), device=args.device or ("cuda" if cuda_available() else "cpu"),
         seeds=seeds, tolerance={"abs": args.tolerance_abs, "rel": args.tolerance_rel}, time_it=not args.no_timing,
@@ -58,6 +57,14 @@ def from_args(args: argparse.Namespace, *, candidate_src: str,
         rse_target=args.rse_target, start_delay_us=args.start_delay_us, build_only=args.build_only,
         runner_timeout_s=args.runner_timeout, budget_s=args.budget, probe_budget_s=args.probe_budget,
         shared_baseline_dir=args.shared_baseline_dir)
+
+
+def seed_list(text: str) -> list[int]:
+    """``--seeds``: comma-separated integers; anything else is a usage error naming the value."""
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("comma-separated integers expected, got %r" % text) from None
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -70,7 +77,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--device", choices=["cuda", "cpu"])
     p.add_argument("--seed", type=int, action="append", help="pin a trial seed (default: drawn after the "
                    "candidate loads, so nothing it runs can know the inputs)")
-    p.add_argument("--seeds", help="comma-separated trial seeds, as --seed")
+    p.add_argument("--seeds", type=seed_list, help="comma-separated trial seeds, as --seed")
     p.add_argument("--tolerance-abs", type=float)
     p.add_argument("--tolerance-rel", type=float)
     p.add_argument("--no-timing", action="store_true")
