@@ -124,7 +124,11 @@ class Supervisor:
         self.started_at: dict[int, float] = {}
         self.backoff: dict[int, float] = {lane.index: 0.0 for lane in lanes}
         self.restart_at: dict[int, float] = {}
-        self.stopping = False
+        self.stop_signal: int | None = None  # the signal that stops every lane, once one came
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop_signal is not None
 
     def run(self) -> None:
         previous = {sig: signal.signal(sig, self._forward) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -149,6 +153,8 @@ class Supervisor:
         # Its own session: a terminal's Ctrl-C reaches the lanes once, forwarded, not twice.
         process = subprocess.Popen(self.command, env=self.envs[lane.index], start_new_session=True, preexec_fn=preexec)
         self.processes[lane.index], self.started_at[lane.index] = process, time.monotonic()
+        if self.stopping:  # the signal came while Popen ran, before the lane was in self.processes
+            process.send_signal(self.stop_signal)
         log.info("lane %s started: pid %s, CUDA_VISIBLE_DEVICES=%s, timing CPUs %s", lane.index, process.pid,
                  lane.gpu if lane.gpu is not None else "(none)", ",".join(map(str, lane.timing_cpus)) or "(none)")
 
@@ -181,7 +187,7 @@ class Supervisor:
 
     def _forward(self, signum, frame) -> None:
         # To each lane's own process only: Huey decides what its running jobs get.
-        self.stopping = True
+        self.stop_signal = signum
         log.info("%s: stopping every lane", signal.Signals(signum).name)
-        for process in self.processes.values():
+        for process in list(self.processes.values()):
             process.send_signal(signum)  # nothing for a lane already reaped

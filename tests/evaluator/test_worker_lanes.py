@@ -107,6 +107,27 @@ def _until(condition, timeout_s=60):
     return value
 
 
+def test_a_stop_that_comes_while_a_lane_starts_reaches_that_lane_too(monkeypatch):
+    """SIGTERM handled while Popen forks a (re)started lane, before the supervisor holds it: the
+    lane is told once it is held, instead of running on with the supervisor waiting for it."""
+    lane = Lane(index=0, gpu=None, timing_cpus=(), cpus=frozenset(os.sched_getaffinity(0)))
+    supervisor = worker_lanes.Supervisor([lane], ["sleep", "60"], [dict(os.environ)])
+    real_popen = worker_lanes.subprocess.Popen
+
+    def popen_with_a_stop_on_the_way(*args, **kwargs):
+        process = real_popen(*args, **kwargs)
+        supervisor._forward(signal.SIGTERM, None)  # as the handler runs, at Popen's last bytecodes
+        return process
+
+    monkeypatch.setattr(worker_lanes.subprocess, "Popen", popen_with_a_stop_on_the_way)
+    supervisor._start(lane)
+    process = supervisor.processes[0]
+    try:
+        assert process.wait(timeout=10) == -signal.SIGTERM and supervisor.stopping
+    finally:
+        process.kill()
+
+
 @pytest.mark.slow
 @pytest.mark.judge
 def test_two_lanes_take_jobs_from_one_queue_and_a_dead_lane_is_restarted(tmp_path):
