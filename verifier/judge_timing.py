@@ -7,13 +7,9 @@ runner learns with its batch; the judge regenerates the same inputs for the refe
 batch:
 
 - the runner reports each call's event time and a fingerprint of its output (a dot product
-  with random weights the judge chose): every timed output is checked against the
-  reference's fingerprint for the same inputs, within a bound that an honest output
-  within tolerance never leaves (the error's projection on random weights is far below 8
-  times its norm); a fingerprint needs the output, so work skipped or replayed when timed
-  shows;
-- the judge then asks for the full output of one call it picks at random (the runner learns
-  which only now) and compares it with the reference and with the fingerprint committed;
+  with random weights the judge chose), and the judge fetches one output it picks afterwards:
+  timed_outputs.py checks both against the reference; a fingerprint needs the output, so work
+  skipped or replayed when timed shows;
 - the judge's clock around the batch must account for the runner's reported times: what is
   left once the judge's own per-call overhead (the same loop, on the reference) and the
   channel's round trip are taken out must stay within launch noise. Work moved outside the
@@ -31,7 +27,6 @@ says whether to stop and why (StopStep pieces of the stop reason), _report build
 """
 from __future__ import annotations
 
-import math
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -47,8 +42,8 @@ from . import kernel_time
 from . import outside_work
 from . import timing
 from . import timing_report
+from . import timed_outputs
 from . import channel
-from .checks import compare
 from .result import flag
 from .timing_report import task_flags  # noqa: F401  the judge adds them once the verdict is known
 
@@ -63,7 +58,6 @@ if TYPE_CHECKING:
     from .timing import BatchAnswer, Clock
 
 _perf = time.perf_counter
-FINGERPRINT_SIGMAS = 8.0
 BATCH_OUTPUT_BYTES = 256 << 20
 # Calls per batch: the judge's clock's per-batch noise (the channel, the host) is spread over them,
 # so a short kernel's hidden work per call stands out of it (docs/decisions/judge-clock-allowance.md).
@@ -115,33 +109,6 @@ def input_structure(inputs: Sequence[Any]) -> tuple[list[dict[str, Any]], list[t
         else:
             structure.append({"value": item})
     return structure, tensors
-
-
-def _check_prints(cand, ref_prints, ref_outputs, tol):
-    """Index of the first call whose fingerprint leaves the bound, with the numbers, or None."""
-    for i, (c_leaves, r_leaves, outs) in enumerate(zip(cand, ref_prints, ref_outputs)):
-        if not isinstance(c_leaves, list) or len(c_leaves) != len(r_leaves):
-            return i, "the runner reported %r fingerprints for %d outputs" % (c_leaves, len(r_leaves))
-        diff, norm_sq, slack = 0.0, 0.0, 0.0
-        for c, r, out in zip(c_leaves, r_leaves, outs):
-            if not isinstance(out, torch.Tensor):
-                if c != r:
-                    return i, "non-tensor output %r, reference %r" % (c, r)
-                continue
-            if not isinstance(c, (int, float)) or isinstance(c, bool):
-                return i, "fingerprint %r is not a number" % (c,)
-            if not math.isfinite(r):
-                continue  # a non-finite reference: left to the sampled comparison
-            if not math.isfinite(c):
-                return i, "fingerprint %r where the reference's is finite" % c
-            norm = float(out.detach().to(torch.float64).norm())
-            diff += c - r
-            norm_sq += norm * norm
-            slack += 1e-6 * math.sqrt(out.numel()) * norm
-        bound = FINGERPRINT_SIGMAS * tol["rel"] * math.sqrt(norm_sq) + slack
-        if abs(diff) > bound:
-            return i, "fingerprint differs from the reference's by %.4g (bound %.4g)" % (abs(diff), bound)
-    return None
 
 
 def _bound_by_own_events(answer: BatchAnswer, batch: int) -> None:
@@ -415,7 +382,7 @@ def _time_one_round(loop: TimingRounds, run: TimingRun, flags: list[dict[str, An
             loop.hidden[name] += seen if isinstance(seen, list) and len(seen) == batch else [None] * batch
     if clock in loop.outside:
         _outside_round(loop.outside[clock], cand, eager_result, batch)
-    loop.wrong = loop.wrong or _check_round(run.runner, cand, ref_prints, kept["eager"], run.tol, batch, run.weights,
+    loop.wrong = loop.wrong or timed_outputs.check_round(run.runner, cand, ref_prints, kept["eager"], run.tol, batch, run.weights,
                                             run.device, "round %d (%s clock)" % (loop.rounds, clock))
     own = (walls["eager"] - sum(samples["eager"]["ms"][-batch:])) / batch
     theirs = (walls["candidate"] - run.rtt - sum(samples["candidate"]["ms"][-batch:])) / batch
@@ -579,48 +546,6 @@ def compiled_in_this_process(ref_model: Callable[..., Any]) -> Callable[..., Any
 
     inductor_config.compile_threads = 1
     return torch.compile(ref_model)
-
-
-def _check_round(runner, cand, ref_prints, ref_outs, tol, batch, weights, device, where):
-    """The fingerprint of every call of the candidate's batch, then one output the judge picks
-    now, fetched in full: what went wrong, or None."""
-    bad = _check_prints(cand.get("fingerprints"), ref_prints, ref_outs, tol)
-    if bad:
-        return "%s, call %d: %s" % (where, bad[0], bad[1])
-    pick = secrets.randbelow(batch)
-    answer, fetched = runner.request("fetch", {"index": pick}, expect="fetched")
-    leaves = [fetched[e["tensor"]] if isinstance(e, dict) and "tensor" in e and isinstance(e["tensor"], int)
-              and 0 <= e["tensor"] < len(fetched) else (e.get("value") if isinstance(e, dict) else e)
-              for e in answer.get("leaves") or []]
-    check = compare(leaves, inp.cpu_copy(ref_outs[pick]), tol)
-    if not check["passed"]:
-        return "%s, call %d (fetched after the batch): %s" % (where, pick, check["reason"])
-    committed = (cand.get("fingerprints") or [None] * batch)[pick]
-    again = [timing.fingerprint(leaf.to(device) if isinstance(leaf, torch.Tensor) else leaf, weights)
-             for leaf in leaves]
-    if not _same_prints(committed, again, leaves):
-        return "%s, call %d: the output handed over later (fingerprint %r) is not the one fingerprinted when the " \
-               "call returned (%r)" % (where, pick, again, committed)
-    return None
-
-
-def _same_prints(committed, again, leaves):
-    """Is the fingerprint the runner committed to that of the output it handed over later?
-    (Same device, same operation: equal but for summation order, far inside this bound.)"""
-    if not isinstance(committed, list) or len(committed) != len(again):
-        return False
-    for c, a, leaf in zip(committed, again, leaves):
-        if isinstance(a, float):
-            if not isinstance(c, (int, float)) or isinstance(c, bool):
-                return False
-            if math.isnan(a) and math.isnan(c):
-                continue
-            norm = float(leaf.detach().to(torch.float64).norm()) if isinstance(leaf, torch.Tensor) else 0.0
-            if not abs(c - a) <= 1e-7 * math.sqrt(max(leaf.numel(), 1)) * norm + 1e-12:
-                return False
-        elif c != a:
-            return False
-    return True
 
 
 def _noise(own_rounds):
