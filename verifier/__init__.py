@@ -13,7 +13,7 @@ SHIPPED_MODULES = ("__init__", "analysis", "build", "build_pch", "channel", "che
                    "judge_options", "judge_outputs", "judge_server", "judge_timing", "kernel_time", "memory",
                    "outside_work", "process_limits", "result", "runner", "runner_process", "runner_session",
                    "runner_start", "sandbox", "shared_baseline", "static_scan", "timed_outputs", "timing",
-                   "timing_report", "trials")
+                   "timing_report", "timing_setup", "trials")
 
 # Environment variables under their names of issue #36 (the verifier, its judge, its runner),
 # each with the name it had before. The old names are read for one release (verifier/CHANGELOG.md,

@@ -58,6 +58,7 @@ from . import runner_start
 from . import shared_baseline
 from . import SHIPPED_MODULES
 from . import static_scan
+from . import timing_setup
 from .runner_process import CandidateRaised, RunnerFailure, RunnerProcess
 from .judge_outputs import compare_leaves as _compare, leaves as _leaves, same_shapes as _same_shapes, tensor_count as _tensor_count
 from .runner_session import instantiate  # the same seeded construction as the runner's
@@ -373,7 +374,7 @@ class _Job:
         if touched and not any(f["name"] == "reference_mutates_inputs" for f in self.doc["task_flags"]):
             self.doc["task_flags"].append(checks.flag("reference_mutates_inputs", False,
                                                       "the reference writes to inputs %s" % touched, source="judge"))
-        structure, tensors = judge_timing.input_structure(gold_cpu)
+        structure, tensors = timing_setup.input_structure(gold_cpu)
         answer, out = self.runner.request("trial", {"seed": seed, "inputs": structure}, tensors, expect="trial")
         first = _leaves(answer.get("first"), out, 0)
         again = _leaves(answer.get("again"), out, _tensor_count(answer.get("first")))

@@ -37,12 +37,13 @@ import torch
 from . import inputs as inp
 from . import judge_budget
 from . import judge_clocks
-from .judge_clocks import SEED_BOUND, bools as _bools, numbers as _numbers, seeds as _seeds
+from .judge_clocks import bools as _bools, numbers as _numbers, seeds as _seeds
 from . import kernel_time
 from . import outside_work
 from . import timing
 from . import timing_report
 from . import timed_outputs
+from . import timing_setup
 from . import channel
 from .result import flag
 from .timing_report import task_flags  # noqa: F401  the judge adds them once the verdict is known
@@ -58,13 +59,6 @@ if TYPE_CHECKING:
     from .timing import BatchAnswer, Clock
 
 _perf = time.perf_counter
-BATCH_OUTPUT_BYTES = 256 << 20
-# Calls per batch: the judge's clock's per-batch noise (the channel, the host) is spread over them,
-# so a short kernel's hidden work per call stands out of it (docs/decisions/judge-clock-allowance.md).
-MAX_BATCH = 64
-# Calls of each implementation before the batch size is chosen: the first may compile or tune, the
-# others say what a call costs, so a slow kernel's batch can be cut to fit the timing budget.
-FIRST_CALLS = 3
 PROFILED_KEYS = ("event_ms", "device_activities", "event_bounded")  # what a profiled batch reports beside ms
 # Unaccounted time per call that fails a kernel: launch noise on a GPU, a loaded host on the CPU.
 # The runner's own per-call overhead differs from the judge's by up to 0.3 ms on the H200 (a bias,
@@ -76,39 +70,6 @@ CONFIRM_ROUNDS_PER_CLOCK = 6  # more rounds of each clock before the unaccounted
 # loaded host's noise (timing_report.clocks_undecided), then the median decides.
 MAX_CONFIRMING_SETS = 4
 CONFIRMING_UNTIL_S = 60.0  # and none after the timing has run this long (a slow kernel's round takes seconds)
-
-
-def inputs_on_device(ref_mod: Any, device: str, probe: Sequence[Any]) -> tuple[bool, str]:
-    """(on_device, how): may the timed calls' inputs be made on the device itself? On a GPU, when
-    the task's get_inputs() runs there, gives what it gives on the host in shape and type, and
-    gives the same bits twice from one seed (the runner regenerates what the judge made)."""
-    if device != "cuda":
-        return False, "get_inputs() on the host under a new seed per call"
-    seed = secrets.randbelow(SEED_BOUND)
-    try:
-        a, b = (inp.make_timing_inputs(ref_mod, seed, device, True) for _ in range(2))
-    except Exception as exc:
-        return False, "get_inputs() on the host under a new seed per call: it fails with the GPU as the default " \
-                      "device (%s: %s)" % (type(exc).__name__, str(exc)[:200])
-    ta, tb, tp = inp.tensors_in(a), inp.tensors_in(b), inp.tensors_in(probe)
-    same_kind = len(ta) == len(tp) and all(x.shape == y.shape and x.dtype == y.dtype for x, y in zip(ta, tp))
-    if not same_kind or len(ta) != len(tb) or not all(inp.equal_bits(x, y) for x, y in zip(ta, tb)):
-        return False, "get_inputs() on the host under a new seed per call: on the GPU it does not give the same " \
-                      "inputs twice from one seed, or not the host's shapes and types"
-    return True, "get_inputs() on the GPU under a new seed per call"
-
-
-def input_structure(inputs: Sequence[Any]) -> tuple[list[dict[str, Any]], list[torch.Tensor]]:
-    """An input set as the runner's requests carry it: per input ``{"tensor": index}`` into the
-    tensors (copied to the host) or ``{"value": item}``."""
-    structure, tensors = [], []
-    for item in inputs:
-        if isinstance(item, torch.Tensor):
-            structure.append({"tensor": len(tensors)})
-            tensors.append(item.detach().to("cpu"))
-        else:
-            structure.append({"value": item})
-    return structure, tensors
 
 
 def _bound_by_own_events(answer: BatchAnswer, batch: int) -> None:
@@ -231,9 +192,9 @@ def time_candidate(*, runner: RunnerProcess, ref_model: Callable[..., Any], ref_
     probe = inp.make_inputs(ref_mod, secrets.randbelow(2 ** 31), device)
     with torch.no_grad():
         out_bytes = inp.nbytes(inp.as_output_list(ref_model(*inp.clone_inputs(probe))))
-    batch = max(2, min(MAX_BATCH, BATCH_OUTPUT_BYTES // max(out_bytes, 1)))
+    batch = timing_setup.largest_batch(out_bytes)
     weight_seed = secrets.randbelow(2 ** 31)
-    on_device, inputs_made = inputs_on_device(ref_mod, device, probe)
+    on_device, inputs_made = timing_setup.inputs_on_device(ref_mod, device, probe)
 
     def make(seed):
         return inp.make_timing_inputs(ref_mod, seed, device, on_device)
@@ -249,7 +210,7 @@ def time_candidate(*, runner: RunnerProcess, ref_model: Callable[..., Any], ref_
     read_later = compile_baseline and shared is not None and shared_entry is None and not shared.claim()
     if compile_baseline and shared_entry is None and not read_later:
         try:
-            compiled = compiled_in_this_process(ref_model)
+            compiled = timing_setup.compiled_in_this_process(ref_model)
             impls.append(("compile", lambda ins: compiled(*ins)))
         except Exception as exc:
             notes["compile"] = "torch.compile unavailable: %s" % str(exc)[:300]
@@ -276,22 +237,22 @@ def time_candidate(*, runner: RunnerProcess, ref_model: Callable[..., Any], ref_
     # First calls (build torch.compile, fill caches; errors in a baseline are recorded), which say
     # what a call costs; then a warm-up batch of the size chosen from them, which also shows how
     # long each takes the host to launch.
-    first = _seeds(FIRST_CALLS)
+    first = _seeds(timing_setup.FIRST_CALLS)
     live, launch, per_call_ms = [], {}, {}
     for name, fn in impls:
         try:
             t0 = _perf()
             with budget.not_counted():  # the reference's first calls: its compile, not the kernel's time
                 seen = timing.run_batch(fn, make, first, end_to_end, weights)
-            per_call_ms[name] = _per_call_ms((_perf() - t0) * 1e3, seen.get("host_ms"))
+            per_call_ms[name] = timing_setup.per_call_ms((_perf() - t0) * 1e3, seen.get("host_ms"))
             live.append((name, fn))
         except Exception as exc:
             notes[name] = "%s: %s" % (type(exc).__name__, str(exc)[:500])
     if "eager" not in dict(live):
         raise RuntimeError("the eager reference cannot be timed: %s" % notes.get("eager"))
     answer, wall = candidate_batch(first, None)
-    per_call_ms["candidate"] = _per_call_ms(wall, answer.get("host_ms"))
-    batch, batch_why = fit_batch(batch, per_call_ms, budget_s, planned_rounds=3 * (2 if device == "cuda" else 1))
+    per_call_ms["candidate"] = timing_setup.per_call_ms(wall, answer.get("host_ms"))
+    batch, batch_why = timing_setup.fit_batch(batch, per_call_ms, budget_s, planned_rounds=3 * (2 if device == "cuda" else 1))
     warm = _seeds(batch)
     for name, fn in list(live):
         try:
@@ -516,36 +477,6 @@ def _report(loop: TimingRounds, run: TimingRun, flags: list[dict[str, Any]], pro
         info["shared_compile_baseline"] = {"key": shared.key, "used": bool((timings.get("compile") or {}).get("shared")),
                                            "note": shared.note}
     return TimingOutcome(timings, speedup, info, flags, probe)
-
-
-def _per_call_ms(wall_ms, host_ms):
-    """A call's cost from a short batch: its wall time without the first call, which may compile."""
-    if isinstance(host_ms, list) and len(host_ms) >= 2 and isinstance(host_ms[0], (int, float)):
-        return max(0.0, wall_ms - host_ms[0]) / (len(host_ms) - 1)
-    return wall_ms / max(1, len(host_ms) if isinstance(host_ms, list) else FIRST_CALLS)
-
-
-def fit_batch(batch: int, per_call_ms: dict[str, float], budget_s: float, planned_rounds: int) -> tuple[int, str]:
-    """(calls per batch, why): at most ``batch``, and few enough that the planned rounds of every
-    implementation fit the timing budget; never fewer than 2 (the judge fetches one call of each)."""
-    round_ms = sum(per_call_ms.values())
-    fit = int(budget_s * 1e3 / planned_rounds / round_ms) if round_ms > 0 else batch
-    if fit >= batch:
-        return batch, "%d: the most per batch for this output size" % batch
-    return max(2, fit), "%d: a call of every implementation costs %.1f ms, and %d rounds must fit the %.1f s " \
-        "timing budget" % (max(2, fit), round_ms, planned_rounds, budget_s)
-
-
-def compiled_in_this_process(ref_model: Callable[..., Any]) -> Callable[..., Any]:
-    """``torch.compile(ref_model)``, compiling in the judge itself. By default inductor compiles in
-    a pool of worker processes, one per CPU (up to 32), that outlive the compile: the judge would
-    then have children the runner did not start, which the runner's end (confine.reap_orphans)
-    kills and reports as the candidate's escape, failing an honest kernel; and on a worker host
-    those CPUs are the other verifications'. One small reference graph needs no pool."""
-    import torch._inductor.config as inductor_config
-
-    inductor_config.compile_threads = 1
-    return torch.compile(ref_model)
 
 
 def _noise(own_rounds):

@@ -13,7 +13,7 @@ from verifier import build
 from verifier import judge
 from verifier import judge_budget
 from verifier.judge_budget import Budget, BudgetExhausted
-from verifier.judge_timing import fit_batch
+from verifier.timing_setup import fit_batch
 
 # One C++ kernel for every case (one build): a ReLU that sleeps x.size(0) ms per call, so each
 # task's input shape sets how slow it is.

@@ -25,7 +25,7 @@ import json, os, time
 import torch
 import torch._inductor.config as inductor_config
 from torch._inductor.async_compile import AsyncCompile
-from verifier import confine, judge_timing
+from verifier import confine, timing_setup
 
 
 def children_after_warm_pool():
@@ -35,7 +35,7 @@ def children_after_warm_pool():
 
 
 found = {}
-compiled = judge_timing.compiled_in_this_process(torch.nn.ReLU())
+compiled = timing_setup.compiled_in_this_process(torch.nn.ReLU())
 assert torch.equal(compiled(torch.tensor([-1.0, 2.0])), torch.tensor([0.0, 2.0]))
 found["judge"] = children_after_warm_pool()
 inductor_config.compile_threads = 4  # torch's choice on a 4-CPU host, without the judge's setting

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from verifier import judge_timing, kernel_time, timing, timing_report
+from verifier import judge_timing, kernel_time, timing, timing_report, timing_setup
 
 from .timing_stand_ins import HOST_MS, Doubler, FakeRunner, NoHold, Task, run_timing
 from .timing_stand_ins import two_clocks  # noqa: F401  (fixture)
@@ -207,7 +207,7 @@ def test_a_report_that_leaves_fingerprints_out_is_tampering(two_clocks, forged):
 
 
 def test_cpu_timing_has_one_clock_and_says_gpu_time_is_not_measured(monkeypatch):
-    monkeypatch.setattr(judge_timing, "MAX_BATCH", 4)
+    monkeypatch.setattr(timing_setup, "MAX_BATCH", 4)
     runner = FakeRunner(lambda ins: Doubler()(*ins))
     timings, speedup, info, flags, _ = run_timing(runner)
     cand = timings["candidate"]

@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from verifier import judge_timing, kernel_time, timing, timing_report
+from verifier import judge_timing, kernel_time, timing, timing_report, timing_setup
 from verifier import inputs as inp
 
 HOST_MS = 20.0  # every call's own time: long beside this loaded 2-core host's scheduling noise (~4 ms)
@@ -122,7 +122,7 @@ def two_clocks(monkeypatch):
     allowance for unaccounted time (5 ms or 100 % of the median) absorbs this host's noise."""
     monkeypatch.setattr(timing_report, "clocks_for", lambda device: ("gpu_time", "end_to_end"))
     monkeypatch.setattr(timing, "QueuedLaunchCaller", StandInQueuedCaller)
-    monkeypatch.setattr(judge_timing, "MAX_BATCH", 4)
+    monkeypatch.setattr(timing_setup, "MAX_BATCH", 4)
 
 
 def run_timing(runner):
