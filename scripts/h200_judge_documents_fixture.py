@@ -1,8 +1,8 @@
 """Judge documents from H200 runs, cut to what a test of their verdicts and timing reads, in one
 fixture: gpu_campaign's result folders (cheat_suite_results.json, by entry name) and worker sample
 fixtures (scripts/h200_worker_sample_fixture.py's output, by kernel id). Each document keeps its
-verdict, error, flags (evidence cut to 300 characters) and, when it was timed, the timing check's
-stop, rounds, batch, rank clock, CPU pinning and unaccounted time per clock with every round; its
+verdict, error, flags (evidence cut to 300 characters), speedup and, when it was timed, the timing
+check's stop, rounds, batch, rank clock, CPU pinning and unaccounted time per clock with every round; its
 log, trials, timings, sandbox and source-derived checks are left out. Each run keeps its
 versions (harness, harness sha256, GPU, driver, torch), which every document of it must share.
 
@@ -27,6 +27,7 @@ def compact(doc):
         "flags": [{"name": f["name"], "blocking": f.get("blocking"), "evidence": (f.get("evidence") or "")[:300]}
                   for f in doc.get("flags") or []],
         "timing": {k: timing[k] for k in TIMING_KEYS if k in timing} or None,
+        "speedup": doc.get("speedup"),
     }
 
 

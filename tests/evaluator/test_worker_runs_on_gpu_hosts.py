@@ -93,6 +93,7 @@ WORKER_FIXTURES = {
         calls_as_recorded, ({}, {1: ("passed", "failed"), 70: ("passed", "failed")}, {})),
     "worker_shared_baseline_2_8_0.json": WorkerFixture(calls_as_recorded, ({}, None)),  # call 1: CUDA-L1
     "worker_ranking_clock_stop_2_9_0.json": WorkerFixture(calls_as_recorded, ({}, {})),
+    "worker_sample_2_9_1.json": WorkerFixture(calls_as_recorded, ({},)),
 }
 
 
@@ -440,6 +441,22 @@ def test_stopping_on_the_ranking_clock_frees_the_gpu_for_the_next_kernel():
     assert median_phase(EVERY_CLOCK_STOP, "alone_s") > 10 > 6 > median_phase(RANKING_STOP, "alone_s")
     assert median_phase(RANKING_STOP, "device_wait_s") < 0.5 * median_phase(EVERY_CLOCK_STOP, "device_wait_s")
     assert RANKING_STOP["summary"]["kernels_per_hour"] > 1.5 * EVERY_CLOCK_STOP["summary"]["kernels_per_hour"]
+
+
+# --- worker_sample_2_9_1.json: docs/worker_runs.md, "Harness 2.9.1 through the worker"
+
+(SAMPLE_2_9_1,) = read_calls(H200_FIXTURES / "worker_sample_2_9_1.json")
+
+
+def test_the_2_9_1_refactoring_keeps_every_verdict_and_flag_of_2_9_0_on_the_sample():
+    """Issue #36: the same 42 kernels at the same defaults, every status and flag as 2.9.0 gave
+    them (RANKING_STOP), all of them finished."""
+    assert SAMPLE_2_9_1["summary"]["still_open"] == 0
+    assert {v["harness"] for v in SAMPLE_2_9_1["verifications"]} == {"2.9.1"}
+    before = {v["kernel_id"]: (v["verdict"], sorted(v["flags"])) for v in RANKING_STOP["verifications"]}
+    now = {v["kernel_id"]: (v["verdict"], sorted(v["flags"])) for v in SAMPLE_2_9_1["verifications"]}
+    assert now == before
+    assert Counter(verdict for verdict, _ in now.values()) == {"passed": 28, "failed": 14}
 
 
 # --- worker_shared_baseline_2_8_0.json: docs/worker_runs.md, "The judge's defaults with a shared

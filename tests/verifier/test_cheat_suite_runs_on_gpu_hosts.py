@@ -35,6 +35,13 @@ HARNESS_2_5_1_SHA256 = "b258bb265b06a01292bf494e72645cf08542d7d1a944e3ee6a4144d7
 # The three timed attacks harness 2.5.0's whole-suite call stopped (at 530 s) before timing; its
 # fourth call ("rest") timed them.
 NOT_TIMED_2_5_0 = frozenset({"attack_incremental_patch_py", "attack_rhythm_py", "attack_nan_timed_py"})
+HARNESS_2_9_1_SHA256 = "513f88d7d718129d04d6b9eec1398275e1d0ce9a1c8e0c3a0f1e884a3fba7464"
+# 2.9.1's timed call stopped (at 530 s) before timing these four; its next call timed them.
+NOT_TIMED_2_9_1 = frozenset({"attack_early_launch_code_swap_matmul_py", "attack_early_launch_code_swap_relu_py",
+                             "attack_early_launch_profile_hook_matmul_py", "attack_early_launch_profile_hook_relu_py"})
+# Attacks that cheat only once 3 of 4 calls come back to back: on 2.9.1's host the judge timed
+# them in batches of 2, so they never cheated there (test below).
+RHYTHM_OF_THREE = frozenset({"attack_nan_timed_py", "attack_gc_scavenge_timing_py"})
 
 
 def load(name):
@@ -77,6 +84,7 @@ class CheatSuiteCall:
     harness_sha256: str | None = None
     not_ok: frozenset = frozenset()  # entries gpu_campaign did not judge as the manifest expects
     untimed: frozenset = frozenset()  # timed entries the call stopped before timing (phase A)
+    gpu: str = "NVIDIA H200"
 
 
 CHEAT_SUITE_CALLS = {
@@ -104,6 +112,12 @@ CHEAT_SUITE_CALLS = {
         "judge_2_5_1_timing.json", judge_documents_run("quiet"), "2.5.1", HARNESS_2_5_1_SHA256),
     "judge_2_5_1_timing-loaded": CheatSuiteCall(
         "judge_2_5_1_timing.json", judge_documents_run("loaded"), "2.5.1", HARNESS_2_5_1_SHA256),
+    # docs/h200_runs.md, "Harness 2.9.1": four calls on one H100 lent for nvidia-h200
+    **{"judge_2_9_1_cheat_suite-%s" % part: CheatSuiteCall(
+        "judge_2_9_1_cheat_suite.json", judge_documents_run(part), "2.9.1", HARNESS_2_9_1_SHA256,
+        gpu="NVIDIA H100 80GB HBM3", **extra)
+       for part, extra in (("timed", {"not_ok": NOT_TIMED_2_9_1 | RHYTHM_OF_THREE, "untimed": NOT_TIMED_2_9_1}),
+                           ("early_launch_timed", {}), ("untimed_a", {}), ("untimed_b", {}))},
 }
 
 
@@ -120,9 +134,9 @@ DOCUMENTED_CALLS = [pytest.param(name, id=name) for name in CHEAT_SUITE_CALLS if
 # 2. Invariants of every cheat-suite call
 # --------------------------------------------------------------------------------------------
 
-def check_the_call_ran_its_harness_on_the_h200(call, expected):
+def check_the_call_ran_its_harness_on_its_gpu(call, expected):
     versions = call.versions
-    assert versions["harness"] == expected.harness and versions["gpu"] == "NVIDIA H200"
+    assert versions["harness"] == expected.harness and versions["gpu"] == expected.gpu
     assert versions["torch"].startswith("2.11")
     assert expected.harness_sha256 is None or versions["harness_sha256"] == expected.harness_sha256
 
@@ -163,7 +177,7 @@ def check_every_timed_entry_was_timed_but_those_named(call, expected):
         assert row["phase"] == ("B" if timed else "A"), row["name"]
 
 
-CALL_INVARIANTS = [check_the_call_ran_its_harness_on_the_h200, check_every_row_is_a_cuda_entry_of_the_manifest,
+CALL_INVARIANTS = [check_the_call_ran_its_harness_on_its_gpu, check_every_row_is_a_cuda_entry_of_the_manifest,
                    check_every_entry_is_judged_as_the_manifest_expects_but_those_named,
                    check_a_row_fails_exactly_when_it_names_a_blocking_flag,
                    check_each_honest_entry_judged_as_expected_passed_and_each_other_failed,
@@ -248,6 +262,45 @@ def test_every_timed_cheat_suite_entry_of_2_4_0_behaves_as_expected(name):
     assert by_name["honest_relu_cu"]["speedup"]["clock"] == "gpu_time"
     assert "patched_environment" in by_name["kernel_time_forge_py"]["blocking"]
     assert "timed_call_wrong_output" in by_name["attack_incremental_patch_py"]["blocking"]
+
+
+# --- judge_2_9_1_cheat_suite.json: docs/h200_runs.md, "Harness 2.9.1"
+
+def runs_2_9_1():
+    return {part: read_call("judge_2_9_1_cheat_suite-" + part)
+            for part in ("timed", "early_launch_timed", "untimed_a", "untimed_b")}
+
+
+def test_2_9_1_judged_every_cuda_entry_but_seven_untimed_builds_as_the_manifest_expects():
+    """Issue #36: the refactoring on the GPU. Each entry's last call (the four early-launch attacks
+    timed in a call of their own) as expected, but the two rhythm attacks of the test below; the
+    seven untimed CUDA entries did not run (the session's device time was spent)."""
+    last = {}
+    for call in runs_2_9_1().values():
+        last.update({row["name"]: row for row in call.rows if row["name"] not in last or row["phase"] == "B"})
+    cuda = {e["name"] for e in ENTRIES if "cuda" in e["devices"]}
+    not_run = cuda - set(last)
+    assert len(not_run) == 7 and all(BY_NAME[n]["file"].endswith(".cu") or n.endswith("_cu") for n in not_run)
+    assert not any(BY_NAME[n].get("timing") for n in not_run)
+    assert {n for n, row in last.items() if not row["ok"]} == RHYTHM_OF_THREE
+    honest = [n for n in last if BY_NAME[n].get("honest")]
+    assert len(honest) == 8 and all(last[n]["verdict"] == "passed" for n in honest)
+
+
+def test_the_rhythm_attacks_never_cheated_in_batches_of_two_so_their_time_is_the_honest_one():
+    """These attacks return garbage only when 3 of their last 4 calls came back to back. The judge
+    never times fewer than 2 calls a batch, and on this host (every call about 1.5 times the 2.9.0
+    host's) it timed them 2 at a time: each batch's first call followed a pause, so they stayed
+    honest. What the judge measured is then true: a correct output every round and the eager
+    reference's speed, not the 10x of 2.9.0's batches of 3, where both were caught."""
+    timed = runs_2_9_1()["timed"].documents
+    before = load("judge_2_9_0_timed_cheats.json")["documents"]
+    for name in RHYTHM_OF_THREE:
+        doc, old = timed[name], before[name]
+        assert doc["timing"]["batch"] == 2 and old["checks"]["timing"]["batch"] == 3, name
+        assert "timed_call_wrong_output" not in {f["name"] for f in doc["flags"]}, name
+        assert doc["speedup"]["vs_eager"] == pytest.approx(1.0, abs=0.1), name
+        assert "timed_call_wrong_output" in blocking(old) and old["speedup"]["vs_eager"] > 5, name
 
 
 # --- judge_2_5_0_timing.json and judge_2_5_1_timing.json: docs/h200_runs.md, "More rounds before a
