@@ -7,7 +7,7 @@ rather than guessing. Unset means the default. Lists are comma-separated, blanks
 
 What still reads os.environ elsewhere is not the site's configuration: variables of libraries
 (HF_HUB_OFFLINE, HF_TOKEN), of the process (CUDA_VISIBLE_DEVICES names the worker's GPU) and of
-the Django-free verifier, which runs where no settings exist (verifier/__init__.py names them).
+the Django-free verifier, which runs where no settings exist (verifier/core/__init__.py names them).
 
 A renamed setting is read under its new name, then its old one (RENAMED), for one release.
 """

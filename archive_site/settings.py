@@ -204,7 +204,7 @@ BUILD_CACHE_DIR = env.path("ARCHIVE_BUILD_CACHE_DIR", DATA_DIR / "build_cache")
 # Not under BUILD_CACHE_DIR: the confined runner may write there.
 LINT_CACHE_DIR = env.path("ARCHIVE_LINT_CACHE_DIR", DATA_DIR / "lint_cache")
 # Each task's torch.compile baseline, timed once per host and reused while the eager reference
-# timed beside each kernel agrees (verifier/shared_baseline.py). Only judges write here, so not
+# timed beside each kernel agrees (verifier/core/shared_baseline.py). Only judges write here, so not
 # under BUILD_CACHE_DIR. ARCHIVE_VERIFY_SHARED_BASELINE=0 times it in every verification.
 VERIFY_SHARED_BASELINE = env.boolean("ARCHIVE_VERIFY_SHARED_BASELINE", True)
 SHARED_BASELINE_DIR = env.path("ARCHIVE_SHARED_BASELINE_DIR", DATA_DIR / "shared_baselines")

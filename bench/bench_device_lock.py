@@ -1,7 +1,7 @@
 """The GPU lock's policy under a worker's load, without a GPU: a worker's threads each take the
 next queued kernel and carry it through a build, then a judge that holds the device shared for
 its correctness phase, alone for its timing, then shared to its end, with an ncu driver alone for
-its profiled window, through the real verifier/device_lock.py on flock files. Phases are sleeps,
+its profiled window, through the real verifier/core/device_lock.py on flock files. Phases are sleeps,
 scaled from the H200 worker run of 2026-12-01 (docs/worker.md): what it measures is the lock's
 waiting, not work (the builds do not slow each other down here, as they do on a real host).
 
@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from verifier.device_lock import DeviceLock, ProcessHold  # noqa: E402
+from verifier.core.device_lock import DeviceLock, ProcessHold  # noqa: E402
 
 # Seconds on the H200 run (16 cores, 24 threads): phase medians from its documents.
 PHASES = {"build": 160.0, "correctness": 20.0, "alone": 3.4, "end": 1.5, "ncu_load": 15.0, "ncu_window": 3.0}

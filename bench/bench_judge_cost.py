@@ -19,7 +19,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from verifier.sandbox import run_harness_isolated  # noqa: E402
+from verifier.core.sandbox import run_harness_isolated  # noqa: E402
 
 MANIFEST = os.path.join(ROOT, "evaluator", "demo_archive", "manifest.json")
 
@@ -71,12 +71,12 @@ def main():
     timing = ["--time-budget", args.time_budget, "--no-compile"]
     started = time.monotonic()
     with cf.ThreadPoolExecutor(args.jobs) as pool:  # warm the shared build cache (both harnesses use it)
-        list(pool.map(lambda item: run("verifier.judge", ROOT, item[1], args, ["--build-only"]), todo))
+        list(pool.map(lambda item: run("verifier.core.judge", ROOT, item[1], args, ["--build-only"]), todo))
     print("builds: %.0f s" % (time.monotonic() - started), flush=True)
     rows = []
     for i, (name, paths) in enumerate(todo):
         pair = {}
-        order = [("old", "verifier.harness", args.old, ["--seeds", "1001,2002,3003"]), ("new", "verifier.judge", ROOT, [])]
+        order = [("old", "verifier.harness", args.old, ["--seeds", "1001,2002,3003"]), ("new", "verifier.core.judge", ROOT, [])]
         for label, module, cwd, extra in (order if i % 2 == 0 else order[::-1]):
             pair[label] = run(module, cwd, paths, args, timing + extra)
         row = {"name": name, **pair, "ratio": pair["new"]["wall_s"] / pair["old"]["wall_s"]}

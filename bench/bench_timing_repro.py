@@ -9,7 +9,7 @@ and the shared sample's level 1, 2 and 3 task-1 kernels named in SAMPLE_KERNELS,
 (default ../shared/data/sakana_archive_subset.jsonl; the archive's code stays out of this
 repository; without the file only the demo kernels run), with their functional forms from
 verifier/functional_forms/. Every kernel is built once
-(``--build-only``, all at once), then its N processes run ``python -m verifier.judge`` with
+(``--build-only``, all at once), then its N processes run ``python -m verifier.core.judge`` with
 ``--jobs`` at a time sharing the GPU through the device lock (VERIFIER_DEVICE_LOCK_DIR), so every
 timing loop has the GPU alone while other processes' correctness trials overlap;
 ``--reserve-cpus`` keeps CPUs free for the timing loops (the judge and runner pin to them).
@@ -32,9 +32,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from verifier import environ_get, environ_names  # noqa: E402
-from verifier import result as result_doc  # noqa: E402
-from verifier import timing_report  # noqa: E402
+from verifier.core import environ_get, environ_names  # noqa: E402
+from verifier.core import result as result_doc  # noqa: E402
+from verifier.core import timing_report  # noqa: E402
 from verifier.functional_forms import write_row_sources  # noqa: E402
 
 DEMO_FAST = ("relu_float4_grid_stride", "softmax_warp_shuffle_online", "matmul_shared_tiled_32",
@@ -77,7 +77,7 @@ def away_from(reserved):
 
 def judge(kernel, device, build_dir, extra, out_json, env):
     name, ref, cand, fn = kernel
-    argv = [sys.executable, "-m", "verifier.judge", "--reference", str(ref), "--candidate", str(cand), "--kind",
+    argv = [sys.executable, "-m", "verifier.core.judge", "--reference", str(ref), "--candidate", str(cand), "--kind",
             "cuda_forward", "--device", device, "--build-dir", str(build_dir), "--json", str(out_json)] + extra
     if fn:
         argv += ["--functional", str(fn)]

@@ -30,7 +30,7 @@ from django.utils import timezone
 from kernels.models import FINISHED_STATUSES, TRUSTED_ORIGINS, Kernel, Verification
 from kernels.services import kernel_verified_state_set
 
-from verifier import result as result_doc
+from verifier.core import result as result_doc
 from verifier.bundle import bundle_sha256
 from .kernel_bundles import bundle_for_kernel
 from .worker_profiles import profile_refresh_clang_tidy, profile_refresh_gpu_binary, profile_store_ncu

@@ -1,8 +1,8 @@
 """Map one verification result document onto Verification fields (no I/O, no ORM). The
-document's keys belong to verifier/result.py; this reads them only through it."""
+document's keys belong to verifier/core/result.py; this reads them only through it."""
 import json
 
-from verifier import result as result_doc
+from verifier.core import result as result_doc
 
 STATUS_BY_VERDICT = {"passed": "passed", "failed": "failed", "error": "error"}
 MAX_LOG_CHARS = 100_000

@@ -86,7 +86,7 @@ def worker_lint_pool(size: int) -> ThreadPoolExecutor:
 def worker_keep_timing_cpus_free(spec: str) -> list[int]:
     """Move this thread off the CPUs ``spec`` reserves for timing (``0,1``, ``0-1``) and name them
     to the judges it starts (VERIFIER_TIMING_CPUS). Returns the CPUs now kept free ([] for none)."""
-    from verifier.timing_report import RESERVED_CPUS_VARIABLE, reserved_cpus
+    from verifier.core.timing_report import RESERVED_CPUS_VARIABLE, reserved_cpus
 
     reserved = reserved_cpus(spec)
     others = os.sched_getaffinity(0) - set(reserved)

@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.confine import die_with_parent
-from verifier.timing_report import reserved_cpus
+from verifier.core.confine import die_with_parent
+from verifier.core.timing_report import reserved_cpus
 
 log = logging.getLogger(__name__)
 FIRST_BACKOFF_S = 1.0

@@ -1,6 +1,6 @@
 """Why a kernel is fast: the rates it achieved, from the judge's own floors (no ORM, no I/O).
 
-The judge's floors (verifier/judge.py `_bandwidth_floor`, verifier/compute_floor.py) store per
+The judge's floors (verifier/core/judge.py `_bandwidth_floor`, verifier/core/compute_floor.py) store per
 timed run the bytes one call must move at least (inputs read once, output written once) with
 the device's memory bandwidth, and the FLOPs of one call of the reference with the device's
 dense 16-bit tensor-core peak. Divided by the re-measured candidate median (the ranking clock,
@@ -158,7 +158,7 @@ def _not_timed(timings) -> str:
 def baseline_absence(timings, name: str) -> str:
     """Why a run has no median for baseline `name` (eager, compile), in words, '' when it has one.
     The judge writes {"skipped": "torch.compile baseline disabled"} under --no-compile and
-    {"error": ...} when torch.compile failed (verifier/judge_timing.py)."""
+    {"error": ...} when torch.compile failed (verifier/core/judge_timing.py)."""
     timings = timings if isinstance(timings, dict) else {}
     entry = timings.get(name)
     if isinstance(entry, dict) and _number(entry.get("median_ms")) is not None:
@@ -179,7 +179,7 @@ def baseline_absence(timings, name: str) -> str:
 
 def compile_shared_note(timings) -> str:
     """Where a run's torch.compile figure came from when the judge reused the host's shared
-    baseline of the task (harness 2.8.0, verifier/shared_baseline.py); '' when timed in the run."""
+    baseline of the task (harness 2.8.0, verifier/core/shared_baseline.py); '' when timed in the run."""
     entry = (timings if isinstance(timings, dict) else {}).get("compile")
     shared = entry.get("shared") if isinstance(entry, dict) else None
     if not isinstance(shared, dict):

@@ -1,7 +1,7 @@
 """Screening at import, without a GPU, from what the archive already holds (no ORM).
 
 Two sources of evidence:
-- the harness's own static scan of the source (verifier/static_scan.py): a forward that
+- the harness's own static scan of the source (verifier/core/static_scan.py): a forward that
   defines no kernel yet calls library compute ops, heavy library calls (matmul, linear,
   convolution, cuBLAS/cuDNN) that do the task's work, state kept across calls, patched
   torch or timers, host threads, try/catch fallbacks;
@@ -52,7 +52,7 @@ def global_kernel_names(code: str) -> list[str]:
 
 def screen_source(code: str, kind: str, static_scan) -> list[dict]:
     """Flags from the harness's static scan. `static_scan(src, kind, device)` is
-    verifier.static_scan.scan (passed in, so this module needs no torch)."""
+    verifier.core.static_scan.scan (passed in, so this module needs no torch)."""
     flags, summary = static_scan(code, kind, "cuda")
     found: dict[str, dict] = {}
     for flag in flags:

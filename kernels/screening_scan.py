@@ -1,4 +1,4 @@
-"""The harness's static scan (verifier/static_scan.py) fast enough to screen a 30,000-kernel
+"""The harness's static scan (verifier/core/static_scan.py) fast enough to screen a 30,000-kernel
 import (no ORM): the verifier's own `scan`, its own patterns in its own order, given a finder
 that skips each regex that cannot match (kernels/regex_prefilter.py: a string every match
 contains is absent) and blanks C++ comments with one regex instead of a loop over characters.
@@ -9,7 +9,7 @@ give the same answer on every real and generated source.
 import functools
 import re
 
-from verifier import static_scan as harness
+from verifier.core import static_scan as harness
 
 from .regex_prefilter import could_match, filter_possible, literal_first
 
@@ -20,7 +20,7 @@ _CPP_TOKEN = re.compile(r"""//[^\n]*|/\*(?:.*?\*/|.*)|"(?:\\.?|[^"\\\n])*["\n]?|
 
 
 def strip_cpp_comments(src: str) -> str:
-    """verifier.static_scan.strip_cpp_comments, the same text."""
+    """verifier.core.static_scan.strip_cpp_comments, the same text."""
     return _CPP_TOKEN.sub(_blank_comment, src)
 
 

@@ -1,6 +1,6 @@
 """Writes of screening (kernels/screening.py): suspected_* flags onto kernels, at import and on demand.
 
-The static scan is the harness's own (verifier/static_scan.py), run through
+The static scan is the harness's own (verifier/core/static_scan.py), run through
 kernels/screening_scan.py: the same findings, computed fast enough for a 30,000-kernel import, so
 screening and the harness read a source the same way. A source is scanned once however many
 kernels share it (same code, same kind), and only kernels whose flags change are written. Profiles are the archive's (origin "archive"): what the archive

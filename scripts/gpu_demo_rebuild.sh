@@ -46,7 +46,7 @@ m = json.load(open("evaluator/demo_archive/manifest.json"))
 for e in m["entries"]:
     print(m["tasks"][e["task"]]["module"], e["file"], e["kind"])
 ' > "$work/builds.txt"
-xargs -P "$(nproc)" -L 1 sh -c 'python3 -m verifier.judge --reference "$0" --candidate "$1" --kind "$2" --device cuda \
+xargs -P "$(nproc)" -L 1 sh -c 'python3 -m verifier.core.judge --reference "$0" --candidate "$1" --kind "$2" --device cuda \
     --build-dir '"$builds"' --build-only > /dev/null 2>&1' < "$work/builds.txt"
 echo "prebuilt at $SECONDS s"
 

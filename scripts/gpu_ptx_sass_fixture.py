@@ -44,7 +44,7 @@ def demo_rows():
 def build_one(job):
     """In its own process: build one source as the verifier does; (name, seconds, error)."""
     name, kind, source, build_dir = job
-    from verifier import build
+    from verifier.core import build
 
     started = time.monotonic()
     log = []
@@ -166,7 +166,8 @@ def main():
 
     import torch
 
-    from verifier import build, environ_get, gpu_binary
+    from verifier import gpu_binary
+    from verifier.core import build, environ_get
 
     build_dir = environ_get("VERIFIER_BUILD_DIR")
     if build_dir is None:

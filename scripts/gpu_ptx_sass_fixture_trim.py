@@ -100,7 +100,7 @@ def main(raw_dir: Path, second: Path):
             listing["hot_spots"] = hot
         demo[name] = {"code_sha256": listing.pop("source_sha256"), "listing": listing}
     DEMO_FILE.write_text(json.dumps({
-        "about": "What the GPU ran for four demo kernels: built on an NVIDIA H200 by verifier/build.py "
+        "about": "What the GPU ran for four demo kernels: built on an NVIDIA H200 by verifier/core/build.py "
                  "(CUDA 13.0, torch 2.11.0+cu130), listed by verifier/gpu_binary.py; the matmul's hot spots "
                  "from ncu 2025.3.1's SourceCounters (5 launches) read by verifier/profile_parsers/ncu_source.py. "
                  "Made by scripts/gpu_ptx_sass_fixture.sh and scripts/gpu_ptx_sass_fixture_trim.py; loaded by "

@@ -6,8 +6,8 @@ GPUs of one host, in one device call (issue #16: all 102 rows of the shared samp
         [--timing-cpus "0,1;2,3"] [--jobs-per-gpu 6] [--build-jobs 20] [--time-budget 2]
         [--deadline-s 480] [--hard-deadline-s 530] [--rows 0-101] [--device cuda]
 
-Every row is built first (``verifier.judge --build-only``, ``--build-jobs`` at once, CPU only,
-no device lock), then, as soon as its build is there, verified in full (``verifier.judge``:
+Every row is built first (``verifier.core.judge --build-only``, ``--build-jobs`` at once, CPU only,
+no device lock), then, as soon as its build is there, verified in full (``verifier.core.judge``:
 correctness, probes, timing on both clocks, eager baseline only) through the sandbox the worker
 uses, ``--jobs-per-gpu`` judges at once on each GPU sharing it through the device lock
 (VERIFIER_DEVICE_LOCK_DIR, taken from the environment when set, so other runs on the host can share
@@ -38,9 +38,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from verifier import environ_get, environ_names  # noqa: E402
-from verifier import result as result_doc  # noqa: E402
-from verifier import sandbox  # noqa: E402
+from verifier.core import environ_get, environ_names  # noqa: E402
+from verifier.core import result as result_doc  # noqa: E402
+from verifier.core import sandbox  # noqa: E402
 from verifier.functional_forms import write_row_sources  # noqa: E402
 
 CLAIMED = ("CUDA_Runtime", "PyTorch_Native_Runtime", "PyTorch_Compile_Runtime", "CUDA_Speedup_Native",
@@ -104,7 +104,7 @@ def write_inputs(work, i, row):
 def judge_argv(paths, device, build_dir, extra):
     ref, cand, fn = paths
     kind = "model_new" if str(cand).endswith(".py") else "cuda_forward"
-    argv = [sys.executable, "-m", "verifier.judge", "--reference", str(ref), "--candidate", str(cand),
+    argv = [sys.executable, "-m", "verifier.core.judge", "--reference", str(ref), "--candidate", str(cand),
             "--kind", kind, "--device", device, "--build-dir", str(build_dir)] + list(extra)
     return argv + (["--functional", str(fn)] if fn else [])
 

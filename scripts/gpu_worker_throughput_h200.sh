@@ -98,7 +98,7 @@ export ARCHIVE_VERIFY_DEVICE=${ARCHIVE_VERIFY_DEVICE:-cuda}
 export ARCHIVE_VERIFY_JUDGE_ARGS=${ARCHIVE_VERIFY_JUDGE_ARGS---no-compile --time-budget 2}
 export ARCHIVE_VERIFY_TIMEOUT_S=${ARCHIVE_VERIFY_TIMEOUT_S:-600}
 # The judge pins itself to the first reserved CPU and its runner to the second while timing
-# (verifier/timing_report.py): two of the 16, the other 14 for builds, judges, ncu and lints.
+# (verifier/core/timing_report.py): two of the 16, the other 14 for builds, judges, ncu and lints.
 export ARCHIVE_VERIFY_TIMING_CPUS=${ARCHIVE_VERIFY_TIMING_CPUS:-0,1}
 export ARCHIVE_VERIFY_LINT_WORKERS=${ARCHIVE_VERIFY_LINT_WORKERS:-4}
 export PYTHONUNBUFFERED=1
@@ -146,7 +146,7 @@ from evaluator.kernel_bundles import bundle_for_kernel
 from kernels.models import Kernel
 from verifier.bundle_run import _harness_env, unpack_bundle
 from verifier.bundle_script import harness_command
-from verifier.sandbox import run_harness_isolated
+from verifier.core.sandbox import run_harness_isolated
 ids = [int(i) for i in sys.argv[1].split(",")]
 bundles = {k.id: bundle_for_kernel(k) for k in Kernel.objects.filter(id__in=ids)}
 close_old_connections()

@@ -16,13 +16,16 @@ import re
 import sys
 from collections import defaultdict
 
+# -m verifier.core.judge, or a served judge's verifier/core/judge.py (and the names before harness 2.9.1)
+_JUDGE = re.compile(r"verifier[./](core[./])?judge")
+_RUNNER = re.compile(r"verifier\.(core\.)?runner")
 # (kind, test on the process's command name and arguments), first match wins.
 KINDS = (
     # ncu's own arguments name the driver it starts: ncu first
     ("ncu", lambda comm, args: comm == "ncu" or args.split(" ", 1)[0].endswith("/ncu")),
-    ("build step (judge --build-only)", lambda comm, args: "verifier.judge" in args and "--build-only" in args),
-    ("judge", lambda comm, args: "verifier.judge" in args or "verifier/judge.py" in args),
-    ("runner", lambda comm, args: "verifier.runner" in args or "runner_process" in args),
+    ("build step (judge --build-only)", lambda comm, args: bool(_JUDGE.search(args)) and "--build-only" in args),
+    ("judge", lambda comm, args: bool(_JUDGE.search(args))),
+    ("runner", lambda comm, args: bool(_RUNNER.search(args)) or "runner_process" in args),
     ("ncu profile driver", lambda comm, args: "verifier.profile_driver" in args and "--mode ncu" in args),
     ("torch.profiler driver", lambda comm, args: "verifier.profile_driver" in args),
     ("clang-tidy", lambda comm, args: comm.startswith("clang-tidy")),

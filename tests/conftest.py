@@ -153,12 +153,12 @@ def harness_build_dir() -> str:
     worker, bundles told so): builds are keyed by code hash, flags and torch version, so each
     extension is built once, and a cache left by an earlier run is reused safely. Set
     VERIFIER_BUILD_DIR (or VERIFIER_TEST_BUILD_DIR) to a fresh folder for a cold run."""
-    from verifier import build, environ_get
+    from verifier.core import build, environ_get
 
     path = environ_get("VERIFIER_TEST_BUILD_DIR") or build.default_build_dir()
     os.environ["VERIFIER_TEST_BUILD_DIR"] = os.environ["VERIFIER_BUILD_DIR"] = path
     # One precompiled torch/extension.h for the tests that build into folders of their own too
-    # (verifier/build_pch.py): it is what makes a CPU build take seconds instead of half a minute.
+    # (verifier/core/build_pch.py): it is what makes a CPU build take seconds instead of half a minute.
     if environ_get("VERIFIER_PCH_DIR") is None:
         os.environ["VERIFIER_PCH_DIR"] = path.rstrip(os.sep) + "-pch"
     # Lints too, by everything that goes into them (verifier/clang_tidy_run.py): a source linted
@@ -170,11 +170,11 @@ def harness_build_dir() -> str:
 
 @pytest.fixture(scope="session")
 def judge_server(harness_build_dir):
-    """A judge server for this test process (verifier/judge_server.py): the sandboxed judges the
+    """A judge server for this test process (verifier/core/judge_server.py): the sandboxed judges the
     tests start from this repository then skip their own torch import (about 2.4 CPU seconds each).
     test_sandbox.py keeps starting a new interpreter, the path without a server."""
-    from verifier import environ_names
-    from verifier import judge_server as server
+    from verifier.core import environ_names
+    from verifier.core import judge_server as server
 
     proc = server.serve_in_background()
     yield os.environ[server.SOCKET_VARIABLE]

@@ -103,14 +103,14 @@ def test_the_checker_reports_an_upward_import(tmp_path):
         "import importlib\nfrom ..evaluator import services\nimportlib.import_module('archive_site.urls')\n")
     (tmp_path / "evaluator").mkdir()
     (tmp_path / "evaluator" / "tasks.py").write_text("from kernels.models import Kernel\nimport search.services\n")
-    (tmp_path / "verifier").mkdir()
-    (tmp_path / "verifier" / "judge.py").write_text("def f():\n    import django.conf\n")
+    (tmp_path / "verifier" / "core").mkdir(parents=True)
+    (tmp_path / "verifier" / "core" / "judge.py").write_text("def f():\n    import django.conf\n")
     assert upward_imports(tmp_path) == [
         "kernels/page.py:4 imports search.selectors",
         "kernels/sneaky.py:2 imports evaluator",
         "kernels/sneaky.py:3 imports archive_site.urls",
         "evaluator/tasks.py:2 imports search.services",
-        "verifier/judge.py:2 imports django.conf",
+        "verifier/core/judge.py:2 imports django.conf",
     ]
 
 
@@ -231,7 +231,7 @@ def test_the_owner_check_reports_a_foreign_write(tmp_path):
 # those tasks once a transaction commits.
 ALLOWED_CIRCLES = [["evaluator.services", "evaluator.tasks"], ["search.services", "search.tasks"]]
 # Every package under a rule, the verifier included: sandbox.py and judge_server.py imported each
-# other until the child process's limits moved to verifier/process_limits.py, which both import
+# other until the child process's limits moved to verifier/core/process_limits.py, which both import
 # (issue #36).
 CIRCLE_PACKAGES = PACKAGES
 
@@ -253,7 +253,7 @@ def _module_graph(root: Path, packages) -> dict:
       an __init__.py that imports its own modules is fine until one of them takes a name from
       it, and that import is counted); modules outside `packages` (the standard library, third
       parties, tests/, scripts/); migrations, which Django writes; names in a subprocess's
-      command line (`python -m verifier.judge`), another process.
+      command line (`python -m verifier.core.judge`), another process.
     """
     modules = {}
     for package in packages:
@@ -320,32 +320,33 @@ def test_no_import_circles_but_services_and_their_tasks():
 
 def test_the_circle_check_reads_the_verifier(tmp_path):
     """The circle sandbox.py and judge_server.py had (a module-level import one way, a
-    function-local one back) is found among the verifier's modules."""
-    (tmp_path / "verifier").mkdir()
-    (tmp_path / "verifier" / "sandbox.py").write_text("from . import judge_server\nfrom . import result\n")
-    (tmp_path / "verifier" / "judge_server.py").write_text("def f():\n    from verifier import sandbox\n")
-    (tmp_path / "verifier" / "result.py").write_text("import json\n")
-    assert import_circles(tmp_path) == [["verifier.judge_server", "verifier.sandbox"]]
+    function-local one back) is found among the verifier's modules, in its core/ package too."""
+    (tmp_path / "verifier" / "core").mkdir(parents=True)
+    (tmp_path / "verifier" / "core" / "sandbox.py").write_text("from . import judge_server\nfrom . import result\n")
+    (tmp_path / "verifier" / "core" / "judge_server.py").write_text("def f():\n    from verifier.core import sandbox\n")
+    (tmp_path / "verifier" / "core" / "result.py").write_text("import json\n")
+    assert import_circles(tmp_path) == [["verifier.core.judge_server", "verifier.core.sandbox"]]
 
 
 def test_the_verifier_shares_the_child_limits_without_a_circle():
     graph = _module_graph(ROOT, ["verifier"])
-    assert "verifier.process_limits" in graph["verifier.sandbox"] & graph["verifier.judge_server"]
-    assert graph["verifier.process_limits"] == set()
-    reached, todo = set(), ["verifier.judge_server"]  # nor through the modules it imports
+    assert "verifier.core.process_limits" in graph["verifier.core.sandbox"] & graph["verifier.core.judge_server"]
+    assert graph["verifier.core.process_limits"] == set()
+    reached, todo = set(), ["verifier.core.judge_server"]  # nor through the modules it imports
     while todo:
         for target in graph[todo.pop()] - reached:
             reached.add(target)
             todo.append(target)
-    assert "verifier.sandbox" not in reached
+    assert "verifier.core.sandbox" not in reached
 
 
 def test_the_circle_check_reports_two_modules_that_import_each_other(tmp_path):
-    (tmp_path / "verifier").mkdir()
+    (tmp_path / "verifier" / "core").mkdir(parents=True)
     (tmp_path / "verifier" / "__init__.py").write_text("")
-    (tmp_path / "verifier" / "channel.py").write_text("import json\nfrom verifier.result import add_flag\n")
-    (tmp_path / "verifier" / "result.py").write_text("from .channel import send\n")
-    assert import_circles(tmp_path) == [["verifier.channel", "verifier.result"]]
+    (tmp_path / "verifier" / "core" / "__init__.py").write_text("")
+    (tmp_path / "verifier" / "core" / "channel.py").write_text("import json\nfrom verifier.core.result import add_flag\n")
+    (tmp_path / "verifier" / "core" / "result.py").write_text("from .channel import send\n")
+    assert import_circles(tmp_path) == [["verifier.core.channel", "verifier.core.result"]]
 
 
 def test_a_package_and_its_modules_circle_only_where_a_module_takes_a_name_from_it(tmp_path):

@@ -18,7 +18,7 @@ import re
 import zipfile
 from pathlib import Path
 
-from verifier import SHIPPED_MODULES
+from verifier.core import shipped_files
 from verifier.functional_forms import functional_form_source
 
 BUNDLE_FORMAT_VERSION = 1
@@ -84,12 +84,14 @@ def bundle_files(*, kernel: dict, task: dict, claimed: dict, verifier_dir: Path 
 
 
 def _verifier_files(verifier_dir: Path) -> list[tuple[str, bytes]]:
-    """The modules a verification runs (judge, runner and their checks), as ``verifier/NAME.py``:
-    the bundle runs ``python -m verifier.judge`` exactly as the worker does."""
-    missing = [name for name in SHIPPED_MODULES if not (verifier_dir / f"{name}.py").is_file()]
+    """What a verification runs: the verifier's ``__init__.py`` and every module of its ``core/``
+    (``verifier.core.shipped_files``, which the judge's ``versions.harness_sha256`` covers too), as
+    ``verifier/...``: the bundle runs ``python -m verifier.core.judge`` exactly as the worker does."""
+    missing = [name for name in ("__init__.py", "core/__init__.py", "core/judge.py")
+               if not (verifier_dir / name).is_file()]
     if missing:
         raise FileNotFoundError(f"the verifier in {verifier_dir} lacks {', '.join(missing)}")
-    return [(f"verifier/{name}.py", (verifier_dir / f"{name}.py").read_bytes()) for name in sorted(SHIPPED_MODULES)]
+    return [(f"verifier/{name}", (verifier_dir / name).read_bytes()) for name in shipped_files(str(verifier_dir))]
 
 
 def _text(value: str) -> bytes:
@@ -192,15 +194,15 @@ GPU when torch sees one and the CPU otherwise; `--device cuda|cpu` forces either
 every flag with its evidence, and the claimed numbers beside the re-measured ones.
 Only kernels written as plain C++ run on the CPU, and CPU timings say nothing about the
 claimed GPU speedup: a CUDA kernel on the CPU stops at once, saying it needs a CUDA device and
-what torch found here (verdict error, exit status 2). Options after `--` go to the verifier (`python -m verifier.judge`) unchanged (for example
+what torch found here (verdict error, exit status 2). Options after `--` go to the verifier (`python -m verifier.core.judge`) unchanged (for example
 `python verify.py -- --build-dir /tmp/kernel-builds`). Exit status 0 means a verdict
 (passed or failed) was reached, 2 that none could be.
 
 ## Files
 
 - `verify.py`: runs the verifier in a subprocess and compares its result with the claims.
-- `verifier/`: the verifier, the same files the site's GPU workers run: a judge that never runs
-  the kernel, and a confined runner that does and only reports evidence to it.
+- `verifier/`: the verifier (its modules in `verifier/core/`), the same files the site's GPU workers
+  run: a judge that never runs the kernel, and a confined runner that does and only reports evidence to it.
 - `reference.py`: the task's reference `Model`, `get_inputs` and `get_init_inputs`.
 {functional_line}- `{kernel['file']}`: the kernel's source, exactly as archived.
 - `claims.json`: the archive's claimed runtime, baselines, speedups, correctness and max diff.

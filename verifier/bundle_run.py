@@ -1,14 +1,14 @@
 """Run a verification bundle the way a user would, under the sandbox (no Django).
 
 The worker unpacks the very zip users download, builds the same harness command line as
-the bundle's verify.py, and runs it with verifier/sandbox.py's limits, so what is shown on
+the bundle's verify.py, and runs it with verifier/core/sandbox.py's limits, so what is shown on
 the site is what anyone can reproduce from the download.
 
 A run has two phases. The build (``harness.py --build-only``) needs only CPU cores, so
 many run at once. The measuring run (correctness, timing) and the ncu profile start together
 once the build is done (the profile driver's start-up, ~20-30 s of importing torch and
 loading the extension, overlaps the harness) and share the GPU with the other kernels'
-measuring runs through verifier/device_lock.py: the harness and the profile driver hold
+measuring runs through verifier/core/device_lock.py: the harness and the profile driver hold
 their device shared while they check and alone while they time or profile, so correctness
 trials overlap while every timing and ncu window runs alone. A profile is kept only when the
 harness got as far as running the candidate. With ``profile_passed_only`` the profile runs
@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import environ_names
+from .core import environ_names
 from .bundle_script import CANDIDATE_FILE_BY_KIND, harness_command
-from .device_lock import LOCK_DIR_VARIABLE
+from .core.device_lock import LOCK_DIR_VARIABLE
 from .ncu_profile import ncu_profile
-from .sandbox import run_harness_isolated
+from .core.sandbox import run_harness_isolated
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -69,13 +69,13 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-_BUNDLE_NAME = re.compile(r"(verifier/)?[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_BUNDLE_NAME = re.compile(r"(verifier/(core/)?)?[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def unpack_bundle(bundle: bytes, into: Path) -> None:
     with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
         for name in archive.namelist():
-            # Bundles are built with fixed names, flat or in verifier/; anything else is not ours.
+            # Bundles are built with fixed names, flat or in verifier/ or verifier/core/; anything else is not ours.
             if not _BUNDLE_NAME.fullmatch(name) or ".." in name:
                 raise ValueError(f"unexpected file name in bundle: {name!r}")
         archive.extractall(into)
@@ -91,7 +91,7 @@ def run_bundle(
     """Build, then verify (and optionally ncu-profile) this bundle's kernel, sharing the device with other runs.
     ``build_slot()`` is the context the build step runs in (the worker's turn among its CPU jobs);
     ``phases['build_wait_s']`` is how long the build waited for it. ``shared_baseline_dir``: the
-    host's compile baselines (verifier/shared_baseline.py), never under ``build_dir``."""
+    host's compile baselines (verifier/core/shared_baseline.py), never under ``build_dir``."""
     device = resolve_device(device)
     if shared_baseline_dir and Path(build_dir).resolve() in (Path(shared_baseline_dir).resolve(), *Path(shared_baseline_dir).resolve().parents):
         raise ValueError("the shared baselines (%s) may not be under the build folder %s: the runner writes there"
@@ -188,8 +188,8 @@ def _add_lock_phases(phases: dict, lock_report: dict | None) -> None:
 
 # The candidate is untrusted: its process sees the worker's toolchain and GPU settings, never
 # the worker's credentials (database, Redis, secret key, cloud tokens). VERIFIER_TIMING_CPUS: the
-# CPUs this host keeps for timing loops (verifier/timing_report.py), passed under the name it is
-# set under (its old one too while that is read: verifier/__init__.py).
+# CPUs this host keeps for timing loops (verifier/core/timing_report.py), passed under the name it is
+# set under (its old one too while that is read: verifier/core/__init__.py).
 _PASSED_VARIABLES = {"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LD_LIBRARY_PATH", "CC", "CXX", "MAX_JOBS"}
 _PASSED_PREFIXES = ("CUDA_", "TORCH_", "NVIDIA_", "NCCL_", "XDG_", "OMP_", "MKL_", "OPENBLAS_", "TORCHINDUCTOR_")
 

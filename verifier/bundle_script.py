@@ -3,7 +3,7 @@
 
     python verify.py [--device cuda|cpu] [--json result.json] [--seeds 1,2,3] [-- HARNESS OPTIONS]
 
-Runs the verifier shipped beside this file (``python -m verifier.judge``, the same command
+Runs the verifier shipped beside this file (``python -m verifier.core.judge``, the same command
 the site's workers run) in a subprocess on reference.py, the kernel source and functional.py
 when present, prints the verdict, every flag with its evidence and a claimed-vs-re-measured
 table, and writes the full result document (plus the claims and a check of SHA256SUMS) to
@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from verifier import result as result_doc
+from verifier.core import result as result_doc
 
 HERE = Path(__file__).resolve().parent
 CANDIDATE_FILE_BY_KIND = {"cuda_forward": "kernel.cu", "model_new": "model_new.py"}
@@ -63,7 +63,7 @@ def cpu_run_refused(bundle_dir: Path, claims: dict, device: str) -> dict | None:
     kind = claims["kernel"]["kind"]
     if device != "cpu" or kind not in CANDIDATE_FILE_BY_KIND:
         return None
-    from verifier import static_scan  # imports torch: only once a CPU run is asked for
+    from verifier.core import static_scan  # imports torch: only once a CPU run is asked for
 
     source_file = CANDIDATE_FILE_BY_KIND[kind]
     source = (bundle_dir / source_file).read_text(encoding="utf-8", errors="replace")
@@ -96,11 +96,11 @@ def harness_command(
     bundle_dir: Path, claims: dict, device: str, seeds: str | None, json_path: Path, extra: list[str]
 ) -> list[str]:
     """The judge's command line; run it with the bundle folder as the working directory, so
-    ``-m verifier.judge`` finds the bundle's own verifier. ``seeds`` None: the judge draws them
+    ``-m verifier.core.judge`` finds the bundle's own verifier. ``seeds`` None: the judge draws them
     after the kernel has loaded (pin them only to reproduce a run)."""
     kind = claims["kernel"]["kind"]
     command = [
-        sys.executable, "-m", "verifier.judge",
+        sys.executable, "-m", "verifier.core.judge",
         "--reference", str(bundle_dir / "reference.py"),
         "--candidate", str(bundle_dir / CANDIDATE_FILE_BY_KIND[kind]),
         "--kind", kind,

@@ -56,7 +56,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from . import environ_get
+from .core import environ_get
 from .clang_tidy_cuda_stub import CUDA_STUB
 
 CHECKS = ",".join(

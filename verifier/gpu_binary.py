@@ -6,7 +6,7 @@ them, each with a timeout:
 - ``cuobjdump -res-usage``: per function, registers per thread, stack frame, static shared
   memory, local memory and constant banks, as the binary records them;
 - ``cuobjdump -sass``: the machine code (SASS) per function; the hex encodings are dropped;
-- ``cuobjdump -ptx``: the PTX the build kept beside it (verifier/build.py embeds it), per
+- ``cuobjdump -ptx``: the PTX the build kept beside it (verifier/core/build.py embeds it), per
   ``.entry``;
 - ``ptxas -v`` over that PTX, for the spill stores and loads (bytes) and barriers, which
   only the assembler reports (the binary does not record them): the same PTX through the
@@ -56,11 +56,11 @@ def find_tool(name: str, search_path: str | None = None) -> str | None:
 
 
 def extension_binaries(source: str, kind: str, build_dir: str | os.PathLike[str], arch: str | None) -> list[str]:
-    """The shared objects that building ``source`` left in ``build_dir`` (verifier/build.py's
+    """The shared objects that building ``source`` left in ``build_dir`` (verifier/core/build.py's
     layout): the extension of a cuda_forward source, named by its own hash (so the worker
     finds it from the source, not from anything the candidate reported), or the extensions a
     model_new module built into its own folder. [] when there are none."""
-    from . import build
+    from .core import build
 
     if kind == "cuda_forward":
         if not arch or not re.fullmatch(r"\d+\.\d+[a-z]?", str(arch)):

@@ -35,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SUITE = os.path.join(HERE, "cheat_suite")
 sys.path.insert(0, ROOT)  # run as a file too: `python verifier/gpu_campaign.py`
-from verifier import sandbox  # noqa: E402
+from verifier.core import sandbox  # noqa: E402
 
 
 def load_manifest() -> list[dict[str, Any]]:
@@ -59,7 +59,7 @@ def entry_paths(entry: dict[str, Any], device: str = "cuda") -> tuple[str, str, 
 
 def harness_argv(ref: str, cand: str, kind: str, device: str, build_dir: str, functional: str | None = None,
                  timing: bool = False, extra: Iterable[str] = ()) -> list[str]:
-    argv = [sys.executable, "-m", "verifier.judge", "--reference", ref, "--candidate", cand, "--kind", kind,
+    argv = [sys.executable, "-m", "verifier.core.judge", "--reference", ref, "--candidate", cand, "--kind", kind,
             "--device", device, "--build-dir", build_dir]
     if functional:
         argv += ["--functional", functional]
@@ -242,7 +242,7 @@ def _write_archive_results(out, results):
 KB_STYLE = r"""
 import json, sys, time, torch
 sys.path.insert(0, {here!r})
-from verifier import build, inputs as inp
+from verifier.core import build, inputs as inp
 from verifier.kernelbench_timing import kernelbench_time
 ref_src, cand_src, kind, fn_src, build_dir, device = {args!r}
 ref = build.module_from_source(ref_src, "reference", build_dir)

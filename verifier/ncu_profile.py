@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import sandbox
+from .core import sandbox
 from .profile_parsers.ncu import parse_ncu_details_csv
 from .profile_parsers.ncu_source import parse_ncu_source_csv
 from .profile_parsers.torch_profile import parse_torch_profile_table
@@ -50,7 +50,7 @@ NCU_CALLS = 1
 NCU_MAX_LAUNCHES = 5
 TORCH_CALLS = 5
 # PC sampling per SASS instruction, read back as ncu's source page (hot spots); the CUDA line
-# of each instruction comes from the build's -lineinfo (verifier/build.py).
+# of each instruction comes from the build's -lineinfo (verifier/core/build.py).
 SOURCE_SECTION = "SourceCounters"
 SOURCE_VIEW = "cuda,sass"
 _GLOBAL_FUNCTION = re.compile(r"__global__\s+(?:[\w:<>,*&\s]*?\s)?([A-Za-z_]\w*)\s*\(")

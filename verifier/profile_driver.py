@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from . import runner_session as harness
-from . import build
-from . import device_lock
-from . import environ_get
-from . import inputs as inp
-from .timing_report import reserved_cpus
+from .core import runner_session as harness
+from .core import build
+from .core import device_lock
+from .core import environ_get
+from .core import inputs as inp
+from .core.timing_report import reserved_cpus
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -35,8 +35,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EVALUATOR = os.path.dirname(HERE)
 ROOT = os.path.dirname(EVALUATOR)
 sys.path.insert(0, ROOT)
-from verifier import environ_get  # noqa: E402
-from verifier import sandbox  # noqa: E402
+from verifier.core import environ_get  # noqa: E402
+from verifier.core import sandbox  # noqa: E402
 
 from evaluator.demo_archive import rows  # noqa: E402
 from evaluator.demo_archive.work_state import State, trim, write_json  # noqa: E402
@@ -95,7 +95,7 @@ class Builder:
 
     def harness_argv(self, entry, timed):
         ref, cand, fn = entry_paths(self.manifest, entry)
-        argv = [sys.executable, "-m", "verifier.judge", "--reference", ref, "--candidate", cand,
+        argv = [sys.executable, "-m", "verifier.core.judge", "--reference", ref, "--candidate", cand,
                 "--kind", entry["kind"], "--device", self.args.device, "--build-dir", self.args.build_dir]
         if fn:
             argv += ["--functional", fn]

@@ -18,7 +18,7 @@ nothing more, so cheats that the harness catches look fine here:
    and ``torch.compile(reference)``; speedup = baseline / candidate; incorrect: speedup 0.0
    and no runtime, like the published archive.
 Prints one JSON document (``verdict``: correct, incorrect or error).  Run it through
-verifier/sandbox.py: a cheat may crash the process.  No Django imports.
+verifier/core/sandbox.py: a cheat may crash the process.  No Django imports.
 """
 import argparse
 import json
@@ -33,10 +33,10 @@ sys.path.insert(0, os.path.dirname(EVALUATOR))
 
 import torch  # noqa: E402
 
-from verifier import build  # noqa: E402
-from verifier import build_pch  # noqa: E402
-from verifier import environ_get  # noqa: E402
-from verifier import inputs as inp  # noqa: E402
+from verifier.core import build  # noqa: E402
+from verifier.core import build_pch  # noqa: E402
+from verifier.core import environ_get  # noqa: E402
+from verifier.core import inputs as inp  # noqa: E402
 from verifier.kernelbench_timing import kernelbench_time  # noqa: E402
 
 ATOL = RTOL = 1e-2

@@ -11,7 +11,7 @@ from typing import Iterator
 
 from django.db.models import Prefetch, QuerySet
 
-from verifier import result as result_doc
+from verifier.core import result as result_doc
 
 from ..models import Profile, Task
 from ..techniques import decode_tags
@@ -153,7 +153,7 @@ def site_columns(kernel, latest) -> dict:
 
 
 def _timing_columns(latest) -> dict:
-    """The clock of the ranked figures and the end-to-end ones, read through verifier/result.py."""
+    """The clock of the ranked figures and the end-to-end ones, read through verifier/core/result.py."""
     doc = {"timings": latest.timings or {}, "device": latest.device}
     cand, eager = result_doc.end_to_end_ms(doc, "candidate"), result_doc.end_to_end_ms(doc, "eager")
     return {"Verification_Timing_Clock": result_doc.timing_clock(doc)[0],

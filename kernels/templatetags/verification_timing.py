@@ -1,9 +1,9 @@
 """A verification's two timing figures on the pages: the ranking clock (GPU time, or the host
 clock of a CPU run) with its method named, and the end-to-end figures beside it, read from the
-stored document through verifier/result.py (docs/harness.md, Timing)."""
+stored document through verifier/core/result.py (docs/harness.md, Timing)."""
 from django import template
 
-from verifier import result as result_doc
+from verifier.core import result as result_doc
 
 from .kernel_format import finite_number
 

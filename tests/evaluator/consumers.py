@@ -11,7 +11,7 @@ import time
 import uuid
 from pathlib import Path
 
-from verifier import build as harness_build
+from verifier.core import build as harness_build
 
 REPO = Path(__file__).resolve().parents[2]
 # The consumer tests are about the queue (jobs run once, recorded once, a crash does not stop

@@ -128,7 +128,7 @@ def test_a_worker_stopping_gracefully_does_not_kill_the_lint_it_is_running(tmp_p
 
     import os
 
-    from verifier import environ_names
+    from verifier.core import environ_names
     from verifier.clang_tidy_run import LINT_CACHE_VARIABLE
 
     repo = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from verifier import build as harness_build
-from verifier import environ_get
+from verifier.core import build as harness_build
+from verifier.core import environ_get
 from evaluator.demo_archive import build
 from kernels.ingest.archive_schema import COLUMNS
 from kernels.models import Kernel, Task

@@ -18,7 +18,8 @@ from kernels.models import Kernel, Profile, Verification
 from kernels.services import archive_import_file, profile_store
 from tests.conftest import H200_FIXTURES, REPO_ROOT
 from tests.evaluator.gpu_listings import spill_kernel
-from verifier import build, gpu_binary
+from verifier import gpu_binary
+from verifier.core import build
 
 pytestmark = pytest.mark.django_db
 DEMO_LISTINGS = REPO_ROOT / "evaluator" / "demo_archive" / "gpu_listings_h200.json"

@@ -8,7 +8,7 @@ from evaluator.verification_results import fields_from_result
 from kernels.models import Verification
 from evaluator.services import kernel_verification_state_refresh
 from tests.kernels.kernel_factories import make_kernel, make_task
-from verifier import kernel_time, timing_report
+from verifier.core import kernel_time, timing_report
 
 pytestmark = pytest.mark.django_db
 
@@ -73,7 +73,7 @@ def test_the_dataset_export_names_the_clock_and_carries_the_end_to_end_figures()
 def test_timing_task_flags_are_read_per_task_and_kept_out_of_the_weak_task_flags():
     from evaluator.task_timing import task_timing_flags
     from evaluator.verification_import import _merge_task_flags
-    from verifier import result
+    from verifier.core import result
 
     task = make_task(level=2, number=1)
     launch_bound = timing_report.task_flags(dict(DOCUMENT, verdict="passed"))

@@ -12,8 +12,8 @@ from django.urls import reverse
 from huey.contrib.djhuey import HUEY
 from rest_framework.authtoken.models import Token
 
-from verifier import build as harness_build
-from verifier import environ_get
+from verifier.core import build as harness_build
+from verifier.core import environ_get
 from evaluator.kernel_bundles import bundle_for_kernel, bundle_sha256
 from kernels.models import Kernel, Verification
 from kernels.services import archive_import_file

@@ -42,14 +42,14 @@ def test_a_real_snapshot_counts_a_busy_process_under_its_kind():
 def test_each_process_counts_once_at_its_largest_figure_and_forked_runners_apart():
     cpu = _module()
     snapshots = """@ 100
-   10     1      3 python3         python3 -m verifier.judge --reference r.py --candidate k.cu
-   11    10      1 python3         python3 -m verifier.judge --reference r.py --candidate k.cu
-   12     1      2 python3         python3 -m verifier.judge --reference r.py --candidate k.cu --build-only
+   10     1      3 python3         python3 -m verifier.core.judge --reference r.py --candidate k.cu
+   11    10      1 python3         python3 -m verifier.core.judge --reference r.py --candidate k.cu
+   12     1      2 python3         python3 -m verifier.core.judge --reference r.py --candidate k.cu --build-only
    13     1     20 clang-tidy      /site/clang_tidy/data/bin/clang-tidy kernel.cu -checks=-*,bugprone-*
    14    13      9 cc1plus         /usr/lib/gcc/x86_64-linux-gnu/13/cc1plus -quiet
 @ 102
-   10     1      5 python3         python3 -m verifier.judge --reference r.py --candidate k.cu
-   11    10      4 python3         python3 -m verifier.judge --reference r.py --candidate k.cu
+   10     1      5 python3         python3 -m verifier.core.judge --reference r.py --candidate k.cu
+   11    10      4 python3         python3 -m verifier.core.judge --reference r.py --candidate k.cu
    13     1     28 clang-tidy      /site/clang_tidy/data/bin/clang-tidy kernel.cu -checks=-*,bugprone-*
    15     1      6 ncu             /usr/local/cuda/bin/ncu --csv python3 -m verifier.profile_driver --mode ncu
    16    15      7 python3         python3 -m verifier.profile_driver --mode ncu --calls 1

@@ -10,9 +10,10 @@ import pytest
 
 from evaluator import services, worker_cpu_jobs
 from kernels.models import Verification
-from verifier import bundle_run, environ_names
+from verifier import bundle_run
 from verifier.bundle_run import BundleRun
-from verifier.timing_report import RESERVED_CPUS_VARIABLE
+from verifier.core import environ_names
+from verifier.core.timing_report import RESERVED_CPUS_VARIABLE
 
 from .bundle_run_stand_ins import Timeline, identity_bundle
 

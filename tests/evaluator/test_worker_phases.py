@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from verifier import build as harness_build
 from verifier import ncu_profile as gpu_profiles
-from verifier import environ_names
-from verifier.device_lock import LOCK_DIR_VARIABLE, DeviceLock, ProcessHold, device_key
+from verifier.core import build as harness_build
+from verifier.core import environ_names
+from verifier.core.device_lock import LOCK_DIR_VARIABLE, DeviceLock, ProcessHold, device_key
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "verifier" / "cheat_suite"
@@ -189,7 +189,7 @@ def test_without_a_lock_directory_a_process_hold_locks_nothing(monkeypatch):
 
 
 def _harness(*args, build_dir, env=None):
-    command = [sys.executable, "-m", "verifier.judge", "--device", "cpu", "--build-dir", str(build_dir), *args]
+    command = [sys.executable, "-m", "verifier.core.judge", "--device", "cpu", "--build-dir", str(build_dir), *args]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     return json.loads(done.stdout)
 

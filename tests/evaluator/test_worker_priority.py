@@ -5,7 +5,8 @@ import os
 import subprocess
 import sys
 
-from verifier import bundle_run, clang_tidy_run, sandbox
+from verifier import bundle_run, clang_tidy_run
+from verifier.core import sandbox
 
 from .bundle_run_stand_ins import identity_bundle
 

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from verifier import build as harness_build
+from verifier.core import build as harness_build
 from tests.evaluator.worker_archive import _MODEL_NEW, BEHAVIOURS, RELU_REFERENCE
 
 from .servers import REPO, PrivateRedis, base_env, manage

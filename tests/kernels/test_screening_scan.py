@@ -16,7 +16,7 @@ from kernels import regex_prefilter, screening_scan
 from kernels.models import Kernel, Profile
 from kernels.screening_services import kernel_screening_refresh
 from tests.kernels.kernel_factories import make_kernel, make_task
-from verifier import static_scan as harness
+from verifier.core import static_scan as harness
 
 REPO = Path(__file__).resolve().parents[2]
 CHEATS = REPO / "verifier" / "cheat_suite"

@@ -11,7 +11,7 @@ from huey.contrib.djhuey import HUEY
 from kernels.models import Kernel
 from submissions import selectors
 from submissions.models import Submission
-from verifier import build as harness_build
+from verifier.core import build as harness_build
 
 from .helpers import HONEST_RELU_CPP, ZEROS_MODEL_NEW, relu_task, researcher
 

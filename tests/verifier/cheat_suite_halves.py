@@ -12,9 +12,9 @@ import json
 import os
 from pathlib import Path
 
-from verifier import build as harness_build
-from verifier import environ_get
 from verifier import gpu_campaign
+from verifier.core import build as harness_build
+from verifier.core import environ_get
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = gpu_campaign.load_manifest()

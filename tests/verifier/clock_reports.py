@@ -1,7 +1,7 @@
 """The judge's per-clock timing report (a document's timing.unaccounted_ms_per_call.by_clock, harness
 2.5.0 and later) read back: each clock's median and its lower bound recomputed from the rounds the
-report kept, with the shipped functions of verifier/timing_report.py."""
-from verifier import timing_report
+report kept, with the shipped functions of verifier/core/timing_report.py."""
+from verifier.core import timing_report
 
 
 def timed_clocks(doc):

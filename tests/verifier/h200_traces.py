@@ -3,7 +3,7 @@ clock reads it (test_kernel_time.py, test_outside_work.py)."""
 import json
 
 from tests.conftest import H200_FIXTURES
-from verifier import kernel_time
+from verifier.core import kernel_time
 
 
 def h200_trace():

@@ -1,10 +1,10 @@
-"""The CUDA build without a GPU: what verifier/build.py hands to ninja (nothing is compiled here)."""
+"""The CUDA build without a GPU: what verifier/core/build.py hands to ninja (nothing is compiled here)."""
 import os
 import types
 
 import torch.utils.cpp_extension as cpp_extension
 
-from verifier import build
+from verifier.core import build
 
 SOURCE = "#include <torch/extension.h>\n__global__ void k(float* x) { x[0] = 1; }\n" \
          "torch::Tensor forward(torch::Tensor x) { return x; }\n" \

@@ -1,7 +1,7 @@
-"""The judge's precompiled torch/extension.h (verifier/build_pch.py): a CPU build that has to
+"""The judge's precompiled torch/extension.h (verifier/core/build_pch.py): a CPU build that has to
 compile uses it, GCC accepts it (no "not used because" in the build log), and it lives where
 the runner may not write. And a build lock left by a killed build (or planted) does not stall
-the next build of that source (verifier/build.py, exclusive_build)."""
+the next build of that source (verifier/core/build.py, exclusive_build)."""
 import json
 import os
 import subprocess
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier import build, build_pch, environ_names
+from verifier.core import build, build_pch, environ_names
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,7 +55,7 @@ def test_a_cpu_build_uses_the_judges_precompiled_header_past_a_stale_lock(tmp_pa
     stale = Path(harness_build_dir) / build.extension_name(source, "cpu") / "lock"
     stale.parent.mkdir(parents=True)
     stale.touch()  # what torch's build leaves when it is killed half-way: before, the next build waited for ever
-    argv = [sys.executable, "-m", "verifier.judge", "--reference", str(task), "--candidate", str(kernel), "--kind",
+    argv = [sys.executable, "-m", "verifier.core.judge", "--reference", str(task), "--candidate", str(kernel), "--kind",
             "cuda_forward", "--device", "cpu", "--no-timing", "--build-dir", harness_build_dir, "--runner-timeout", "600"]
     doc = json.loads(subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900).stdout)
     assert doc["verdict"] == "passed", (doc.get("error"), doc["flags"])

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from verifier import SHIPPED_MODULES
 from verifier.bundle import bundle_files, bundle_sha256, build_bundle
+from verifier.core import shipped_files
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERIFIER_DIR = REPO_ROOT / "verifier"
@@ -137,13 +137,24 @@ def kernel(code=HONEST_KERNEL, name="relu_scale_loop"):
     return {"name": name, "kind": "cuda_forward", "code": code}
 
 
+# What the repository's verifier ships: its __init__.py and every module of verifier/core/.
+SHIPPED = shipped_files(str(VERIFIER_DIR))
+
+
+def test_what_ships_is_the_core_package_found_by_listing_it():
+    core = sorted(f"core/{path.name}" for path in (VERIFIER_DIR / "core").glob("*.py"))
+    assert SHIPPED == sorted(["__init__.py", *core]) and "core/judge.py" in SHIPPED and "core/runner.py" in SHIPPED
+    assert "bundle.py" not in SHIPPED and not [name for name in SHIPPED if name.count("/") > 1]
+
+
 @pytest.fixture
 def fake_harness_dir(tmp_path):
     folder = tmp_path / "verifier_src"
-    folder.mkdir()
-    for name in SHIPPED_MODULES:
-        (folder / f"{name}.py").write_text(f"print({name!r})\n")
-    (folder / "not_shipped.py").write_text("print('ignored')\n")
+    (folder / "core").mkdir(parents=True)
+    for name in SHIPPED:
+        (folder / name).write_text(f"print({name!r})\n")
+    (folder / "not_shipped.py").write_text("print('ignored')\n")  # the site's tooling beside core/
+    (folder / "core" / "notes.txt").write_text("not a module\n")
     return folder
 
 
@@ -154,7 +165,7 @@ def test_same_inputs_give_the_same_bytes(fake_harness_dir):
     assert len(bundle_sha256(first)) == 64
     changed = build_bundle(kernel=kernel(BROKEN_KERNEL), task=TASK, claimed=CLAIMED, verifier_dir=fake_harness_dir)
     assert bundle_sha256(changed) != bundle_sha256(first)
-    (fake_harness_dir / "timing.py").write_text("print('timing v2')\n")
+    (fake_harness_dir / "core" / "timing.py").write_text("print('timing v2')\n")
     new_harness = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED, verifier_dir=fake_harness_dir)
     assert bundle_sha256(new_harness) != bundle_sha256(first)
 
@@ -165,7 +176,7 @@ def test_contents_and_fixed_metadata(fake_harness_dir, tmp_path):
         infos = archive.infolist()
         assert [info.filename for info in infos] == [
             "README.md", "SHA256SUMS", "claims.json", "functional.py", "kernel.cu", "reference.py",
-            *sorted(f"verifier/{name}.py" for name in SHIPPED_MODULES), "verify.py",
+            *(f"verifier/{name}" for name in SHIPPED), "verify.py",
         ]
         assert {info.date_time for info in infos} == {(1980, 1, 1, 0, 0, 0)}
         assert {info.compress_type for info in infos} == {zipfile.ZIP_STORED}
@@ -266,9 +277,10 @@ def stub_verifier(tmp_path):
     """The real shipped modules with judge.py replaced by a stub that records its arguments."""
     stub_dir = tmp_path / "stub"
     stub_dir.mkdir()
-    for name in SHIPPED_MODULES:
-        (stub_dir / f"{name}.py").write_bytes((VERIFIER_DIR / f"{name}.py").read_bytes())
-    (stub_dir / "judge.py").write_text(STUB_HARNESS)
+    (stub_dir / "core").mkdir()
+    for name in SHIPPED:
+        (stub_dir / name).write_bytes((VERIFIER_DIR / name).read_bytes())
+    (stub_dir / "core" / "judge.py").write_text(STUB_HARNESS)
     return stub_dir
 
 
@@ -299,12 +311,12 @@ def test_verify_script_reports_a_crashed_harness_and_edited_files(tmp_path):
     edited.mkdir()
     with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
         archive.extractall(edited)
-    (edited / "verifier" / "judge.py").write_text("import sys; sys.exit(3)\n")
+    (edited / "verifier" / "core" / "judge.py").write_text("import sys; sys.exit(3)\n")
     crashed = subprocess.run([sys.executable, "verify.py", "--device", "cpu", "--json", "out.json"], cwd=edited,
                              capture_output=True, text=True, timeout=120)
     assert crashed.returncode == 2
     crash_result = json.loads((edited / "out.json").read_text())
-    assert crash_result["verdict"] == "error" and crash_result["bundle"]["modified"] == ["verifier/judge.py"]
+    assert crash_result["verdict"] == "error" and crash_result["bundle"]["modified"] == ["verifier/core/judge.py"]
 
 
 @pytest.mark.slow
@@ -329,8 +341,10 @@ def test_worker_unpacks_only_the_bundles_own_names(tmp_path):
 
     good = build_bundle(kernel=kernel(), task=TASK, claimed=CLAIMED)
     unpack_bundle(good, tmp_path / "good")
-    assert (tmp_path / "good" / "verifier" / "judge.py").is_file() and (tmp_path / "good" / "verify.py").is_file()
-    for name in ("../escape.py", "verifier/../../escape.py", "other/judge.py", ".hidden", "verifier/sub/x.py", "/abs.py"):
+    assert (tmp_path / "good" / "verifier" / "core" / "judge.py").is_file()
+    assert (tmp_path / "good" / "verify.py").is_file()
+    for name in ("../escape.py", "verifier/../../escape.py", "other/judge.py", ".hidden", "verifier/sub/x.py",
+                 "/abs.py", "verifier/core/../../escape.py", "verifier/core/sub/x.py", "core/judge.py"):
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w") as archive:
             archive.writestr("verify.py", "print(1)\n")

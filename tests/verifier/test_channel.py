@@ -7,7 +7,7 @@ import threading
 import pytest
 import torch
 
-from verifier.channel import MAGIC, Channel, ChannelClosed, ProtocolError
+from verifier.core.channel import MAGIC, Channel, ChannelClosed, ProtocolError
 
 
 @pytest.fixture

@@ -220,7 +220,7 @@ OP_RECORDER_H200 = ROOT / "tests" / "fixtures" / "h200" / "op_recorder_subset.js
 
 def test_the_op_recorder_without_dynamo_on_the_h200():
     """scripts/gpu_cheat_subset.sh on an H200 after the op recorder stopped importing
-    torch._dynamo (verifier/guard.py): the entries it judges (library calls, mode detection) and
+    torch._dynamo (verifier/core/guard.py): the entries it judges (library calls, mode detection) and
     the honest kernels, timed, behave as the manifest says, and it still saw the reference's mm."""
     data = json.loads(OP_RECORDER_H200.read_text())
     assert data["device"] == "cuda" and data["versions"]["gpu"] == "NVIDIA H200"

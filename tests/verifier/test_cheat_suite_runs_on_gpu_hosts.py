@@ -23,7 +23,8 @@ from typing import Callable
 import pytest
 
 from tests.conftest import H200_FIXTURES
-from verifier import gpu_campaign, judge_timing, timing_report
+from verifier import gpu_campaign
+from verifier.core import judge_timing, timing_report
 
 from .cheat_suite_additions import ADDED_WITH_OUTSIDE_WORK
 from .cheat_suite_halves import ENTRIES

@@ -5,10 +5,10 @@ import time
 import pytest
 import torch
 
-from verifier import checks as checks
-from verifier import guard as guard
-from verifier import inputs as inp
-from verifier import static_scan as static
+from verifier.core import checks as checks
+from verifier.core import guard as guard
+from verifier.core import inputs as inp
+from verifier.core import static_scan as static
 
 TOL = {"abs": 1e-2, "rel": 1e-3}
 
@@ -150,7 +150,7 @@ def test_op_recorder_loads_no_dynamo_and_wraps_its_handler_once_a_candidate_has(
 
     script = (
         "import sys, torch\n"
-        "from verifier import guard\n"
+        "from verifier.core import guard\n"
         "x = torch.randn(8)\n"
         "with guard.OpRecorder() as rec:\n"
         "    torch.relu(x)\n"

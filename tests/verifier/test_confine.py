@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = textwrap.dedent("""
     import json, os, socket, sys
     sys.path.insert(0, sys.argv[1])
-    from verifier import confine
+    from verifier.core import confine
     writable, outside, judge = sys.argv[2], sys.argv[3], int(sys.argv[4])
     report = confine.isolate_namespaces()
     pid = os.fork()
@@ -65,7 +65,7 @@ def probe(tmp_path_factory):
     judge = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import os, subprocess, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from verifier import confine
+        from verifier.core import confine
         hardened = confine.harden_judge()
         out = subprocess.run([sys.executable, {str(script)!r}, {str(ROOT)!r}, {str(writable)!r},
                               {str(outside)!r}, str(os.getpid())], capture_output=True, text=True, timeout=120)
@@ -136,7 +136,7 @@ def test_the_judge_reaps_what_a_runner_leaves_behind_without_a_pid_namespace(tmp
     script = textwrap.dedent(f"""
         import json, os, subprocess, sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from verifier import confine
+        from verifier.core import confine
         confine.harden_judge()
         known = set(confine.children_of(os.getpid()))
         subprocess.run([sys.executable, {str(runner)!r}])

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from tests.conftest import H200_FIXTURES
-from verifier import build, gpu_binary
+from verifier import gpu_binary
+from verifier.core import build
 from verifier.profile_parsers.ncu_source import parse_ncu_source_csv
 
 FIXTURES = H200_FIXTURES / "gpu_binary"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import H200_FIXTURES, REPO_ROOT
-from verifier import build
-from verifier import judge
-from verifier import judge_budget
-from verifier.judge_budget import Budget, BudgetExhausted
-from verifier.timing_setup import fit_batch
+from verifier.core import build
+from verifier.core import judge
+from verifier.core import judge_budget
+from verifier.core.judge_budget import Budget, BudgetExhausted
+from verifier.core.timing_setup import fit_batch
 
 # One C++ kernel for every case (one build): a ReLU that sleeps x.size(0) ms per call, so each
 # task's input shape sets how slow it is.
@@ -56,7 +56,7 @@ def _task(rows: int) -> str:
 def _judge(tmp_path: Path, rows: int, *options: str) -> dict:
     (tmp_path / "task.py").write_text(_task(rows))
     (tmp_path / "kernel.cpp").write_text(SLEEPY_RELU)
-    done = subprocess.run([sys.executable, "-m", "verifier.judge", "--reference", str(tmp_path / "task.py"),
+    done = subprocess.run([sys.executable, "-m", "verifier.core.judge", "--reference", str(tmp_path / "task.py"),
                            "--candidate", str(tmp_path / "kernel.cpp"), "--kind", "cuda_forward", "--device", "cpu",
                            "--build-dir", build.default_build_dir(), *options],
                           capture_output=True, text=True, timeout=900)

@@ -1,7 +1,8 @@
 """The judge as operators and the bundle use it: CLI in a subprocess (exit 0, one JSON
 document on stdout, --json), error verdicts, timing fields, the old `python -m
-evaluator.harness` alias, and a standalone copy of the shipped modules run by a fresh
-interpreter from another directory."""
+evaluator.harness` and `python -m verifier.judge` aliases, and a standalone copy of the
+shipped modules run by a fresh interpreter from another directory."""
+import hashlib
 import json
 import os
 import shutil
@@ -11,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from verifier import SHIPPED_MODULES
-from verifier import build as harness_build
-from verifier import environ_get
-from verifier.judge import shipped_files_sha256
+from verifier.bundle import bundle_files
+from verifier.core import build as harness_build
+from verifier.core import environ_get, shipped_files
+from verifier.core.judge import shipped_files_sha256
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "verifier" / "cheat_suite"
@@ -27,7 +28,7 @@ def build_dir():
     return environ_get("VERIFIER_TEST_BUILD_DIR") or harness_build.default_build_dir()
 
 
-def run_cli(args, cwd=ROOT, module="verifier.judge", isolated=False, timeout=900):
+def run_cli(args, cwd=ROOT, module="verifier.core.judge", isolated=False, timeout=900):
     cmd = [sys.executable] + (["-E", "-s"] if isolated else []) + ["-m", module]
     proc = subprocess.run(cmd + [str(a) for a in args] + ["--build-dir", build_dir()], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
@@ -111,10 +112,10 @@ def test_cli_timing_fields_for_an_honest_kernel():
 
 
 def test_standalone_copy_runs_with_a_fresh_interpreter(tmp_path):
-    """What a bundle ships (the verifier's modules in verifier/) runs on its own."""
-    (tmp_path / "verifier").mkdir()
-    for name in SHIPPED_MODULES:
-        shutil.copy(ROOT / "verifier" / f"{name}.py", tmp_path / "verifier" / f"{name}.py")
+    """What a bundle ships (verifier/__init__.py and the modules of verifier/core/) runs on its own."""
+    (tmp_path / "verifier" / "core").mkdir(parents=True)
+    for name in shipped_files():
+        shutil.copy(ROOT / "verifier" / name, tmp_path / "verifier" / name)
     shutil.copy(TASKS / "relu.py", tmp_path / "reference.py")
     shutil.copy(CANDS / "cheat_python_thread.py", tmp_path / "candidate.py")
     doc, proc = run_cli(["--reference", "reference.py", "--candidate", "candidate.py", "--device", "cpu",
@@ -122,6 +123,26 @@ def test_standalone_copy_runs_with_a_fresh_interpreter(tmp_path):
     assert doc["verdict"] == "failed"
     assert any(f["name"] == "deferred_write" for f in doc["flags"])
     assert doc["versions"]["harness_sha256"] == shipped_files_sha256()
+
+
+def test_the_harness_hash_is_over_exactly_what_a_bundle_ships():
+    """versions.harness_sha256 covers the verifier's files a bundle holds, no more and no fewer."""
+    files = bundle_files(kernel={"name": "k", "kind": "model_new", "code": "class ModelNew: pass\n"},
+                         task={"level": 1, "task_number": 1, "op_name": "19_ReLU", "reference_code": "x = 1\n"},
+                         claimed={})
+    digest = hashlib.sha256()
+    for name, data in sorted(files.items()):
+        if name.startswith("verifier/"):
+            digest.update(name.removeprefix("verifier/").encode() + b"\0" + data + b"\0")
+    assert digest.hexdigest() == shipped_files_sha256()
+    assert {name for name in files if name.startswith("verifier/")} == {f"verifier/{name}" for name in shipped_files()}
+
+
+def test_python_m_verifier_judge_is_still_the_command_until_the_next_release():
+    """verifier/judge.py, the alias of ``python -m verifier.core.judge`` (verifier/CHANGELOG.md, 2.9.1)."""
+    doc, _ = run_cli(["--reference", TASKS / "relu.py", "--candidate", CANDS / "cheat_alias_input.py",
+                      "--device", "cpu", "--no-timing", "--seeds", "3"], module="verifier.judge")
+    assert doc["verdict"] == "failed" and any(f["name"] == "output_aliases_input" for f in doc["flags"])
 
 
 def test_evaluator_harness_is_still_the_command():

@@ -25,7 +25,7 @@ import json, os, time
 import torch
 import torch._inductor.config as inductor_config
 from torch._inductor.async_compile import AsyncCompile
-from verifier import confine, timing_setup
+from verifier.core import confine, timing_setup
 
 
 def children_after_warm_pool():

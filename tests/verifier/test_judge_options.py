@@ -1,8 +1,8 @@
-"""The judge's command line (verifier/judge_options.py): seeds from --seed and --seeds, and a
+"""The judge's command line (verifier/core/judge_options.py): seeds from --seed and --seeds, and a
 malformed --seeds refused as a usage error naming it, before anything is built or run."""
 import pytest
 
-from verifier import judge_options
+from verifier.core import judge_options
 
 
 def _options(*argv):

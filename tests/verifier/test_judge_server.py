@@ -1,4 +1,4 @@
-"""Judges forked by a judge server (verifier/judge_server.py) are what the sandbox would have
+"""Judges forked by a judge server (verifier/core/judge_server.py) are what the sandbox would have
 started: the same document, their own session and limits, killed at the timeout, and nothing of
 the caller's environment in the judge or in the runner it forks."""
 import json
@@ -6,9 +6,9 @@ import secrets
 import sys
 from pathlib import Path
 
-from verifier import build as harness_build
-from verifier import judge_server as server
-from verifier.sandbox import run_harness_isolated
+from verifier.core import build as harness_build
+from verifier.core import judge_server as server
+from verifier.core.sandbox import run_harness_isolated
 
 from .memory_searcher import SEARCHER
 
@@ -18,7 +18,7 @@ RELU = SUITE / "tasks" / "relu_cpu.py"
 
 
 def judge_argv(candidate, *extra):
-    return [sys.executable, "-m", "verifier.judge", "--reference", str(RELU), "--candidate", str(candidate),
+    return [sys.executable, "-m", "verifier.core.judge", "--reference", str(RELU), "--candidate", str(candidate),
             "--device", "cpu", "--no-timing", "--seeds", "1,2", "--build-dir", harness_build.default_build_dir(),
             *extra]
 
@@ -59,5 +59,5 @@ def test_nothing_of_the_callers_environment_reaches_a_served_judge_or_its_runner
     line = next(l for l in doc["log"].splitlines() if l.startswith("SEARCHED "))
     seen = json.loads(line[len("SEARCHED "):])
     assert seen["found"] == [] and not {"SECRET_TOKEN", "DATABASE_URL"} & set(seen["environ"])
-    assert "verifier.judge_server" in seen["cmdline"]  # forked from the server, through the served judge
+    assert "verifier.core.judge_server" in seen["cmdline"]  # forked from the server, through the served judge
     assert all(t["passed"] for t in doc["trials"])

@@ -7,7 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from verifier import build, shared_baseline
+from verifier.core import build, shared_baseline
 
 TASK = textwrap.dedent("""
     import torch
@@ -42,7 +42,7 @@ RELU = textwrap.dedent("""
 def _judge(tmp_path: Path, baselines: Path) -> dict:
     (tmp_path / "task.py").write_text(TASK)
     (tmp_path / "kernel.cpp").write_text(RELU)
-    done = subprocess.run([sys.executable, "-m", "verifier.judge", "--reference", str(tmp_path / "task.py"),
+    done = subprocess.run([sys.executable, "-m", "verifier.core.judge", "--reference", str(tmp_path / "task.py"),
                            "--candidate", str(tmp_path / "kernel.cpp"), "--kind", "cuda_forward", "--device", "cpu",
                            "--time-budget", "1", "--build-dir", build.default_build_dir(),
                            "--shared-baseline-dir", str(baselines)],

@@ -1,7 +1,7 @@
-"""The kernel-time clock (verifier/kernel_time.py): the device's busy time per call from the
+"""The kernel-time clock (verifier/core/kernel_time.py): the device's busy time per call from the
 profiler's events, read from a real H200 trace; the real profiler on the CPU; and the judge
 switching to it when a call's launch cannot be queued, with its clock still bounding what the
-runner reports (the judge loop of verifier/judge_timing.py with the stand-ins of
+runner reports (the judge loop of verifier/core/judge_timing.py with the stand-ins of
 timing_stand_ins.py)."""
 import json
 import subprocess
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import H200_FIXTURES
-from verifier import kernel_time, timing, timing_report
+from verifier.core import kernel_time, timing, timing_report
 
 from .cheat_suite_additions import ADDED_WITH_KERNEL_TIME
 from .h200_traces import h200_trace
@@ -168,13 +168,13 @@ def test_profiling_a_batch_changes_nothing_the_runners_snapshots_watch():
     patched_environment on the H200. The caller's profiler must leave every watched name alone."""
     script = (
         "import sys, torch\n"
-        "from verifier import guard, kernel_time, timing\n"
-        "before = guard.snapshot([('verifier.kernel_time', kernel_time)])\n"
+        "from verifier.core import guard, kernel_time, timing\n"
+        "before = guard.snapshot([('verifier.core.kernel_time', kernel_time)])\n"
         "caller = kernel_time.KernelTimeCaller('cpu')\n"
         "answer = timing.run_batch(lambda ins: ins[0] * 2, lambda seed: [torch.ones(4)], [1, 2], caller,\n"
         "                          timing.FingerprintWeights(1, 'cpu'))\n"
         "caller.finish(answer)\n"
-        "print(guard.changes(before, guard.snapshot([('verifier.kernel_time', kernel_time)])),\n"
+        "print(guard.changes(before, guard.snapshot([('verifier.core.kernel_time', kernel_time)])),\n"
         "      'torch._dynamo' in sys.modules, answer['device_activities'])\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[2])

@@ -40,33 +40,67 @@ def test_the_scan_sees_an_upward_import(tmp_path):
 
 
 def test_importing_every_module_loads_no_django():
-    modules = sorted(p.stem for p in (ROOT / "verifier").glob("*.py") if p.stem != "__init__")
-    code = ("import sys\n" + "".join(f"import verifier.{m}\n" for m in modules) +
+    packages = {"verifier": ROOT / "verifier", "verifier.core": ROOT / "verifier" / "core"}
+    modules = sorted(f"{package}.{p.stem}" for package, folder in packages.items()
+                     for p in folder.glob("*.py") if p.stem != "__init__")
+    code = ("import sys\n" + "".join(f"import {m}\n" for m in modules) +
             f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r})\nprint(bad)\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
 
 
-def relative_imports(path):
-    """The sibling modules a verifier module imports (``from . import x``, ``from .x import y``)."""
+def verifier_imports(path, package):
+    """(line, module) for every import of the package ``verifier`` in the file (absolute, or relative
+    to ``package``, the file's own package as a list of names), wherever it is written;
+    ``from verifier import x`` names verifier.x."""
     tree = ast.parse(path.read_text(), filename=str(path))
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            if node.module:
-                yield node.module.split(".")[0]
-            else:
-                yield from (alias.name for alias in node.names)
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names if alias.name.split(".")[0] == "verifier")
+        elif isinstance(node, ast.ImportFrom):
+            base = (".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+                    if node.level else node.module or "")
+            if base.split(".")[0] == "verifier":
+                yield from ((node.lineno, base if base != "verifier" else f"verifier.{alias.name}")
+                            for alias in node.names)
 
 
-def test_every_module_a_shipped_module_imports_is_shipped():
-    """A bundle and the worker's copy of the verifier hold SHIPPED_MODULES alone: a module they
-    import that is not in it fails every verification there (judge_clocks.py, split out of
-    judge_timing.py, did in a fresh clone's bundle and worker tests before this test)."""
-    from verifier import SHIPPED_MODULES
+def imports_outside_core(folder):
+    """Every import of a verifier module outside core/ by a file that ships: a module of
+    ``folder``/core/ or ``folder``/__init__.py (``folder``: the package verifier), as 'path:line imports
+    module'. What ships is core/ alone (verifier.core.shipped_files), so such an import fails every
+    verification in a bundle and in the worker, which runs the bundle."""
+    found = []
+    shipped = [(folder / "__init__.py", ["verifier"])] + [
+        (path, ["verifier", "core"]) for path in sorted((folder / "core").glob("*.py"))]
+    for path, package in shipped:
+        if not path.exists():
+            continue
+        for line, module in verifier_imports(path, package):
+            if module != "verifier.core" and not module.startswith("verifier.core."):
+                found.append(f"{path.relative_to(folder.parent)}:{line} imports {module}")
+    return found
 
-    folder = ROOT / "verifier"
-    missing = sorted({f"{name}.py imports {imported}" for name in SHIPPED_MODULES
-                      for imported in relative_imports(folder / f"{name}.py")
-                      if (folder / f"{imported}.py").exists() and imported not in SHIPPED_MODULES})
-    assert missing == []
+
+def test_no_shipped_module_imports_a_verifier_module_outside_core():
+    """A bundle holds verifier/__init__.py and verifier/core/ alone: a module outside core/ that one
+    of them imports fails every verification there (judge_clocks.py, split out of judge_timing.py,
+    did in a fresh clone's bundle and worker tests when the bundle's modules were a list)."""
+    assert imports_outside_core(ROOT / "verifier") == []
+
+
+def test_the_core_check_sees_an_import_of_the_tooling_around_core(tmp_path):
+    folder = tmp_path / "verifier"
+    (folder / "core").mkdir(parents=True)
+    (folder / "__init__.py").write_text("from .bundle import build_bundle\n")
+    (folder / "core" / "judge.py").write_text(
+        "from . import build\nfrom .timing import clock\nfrom verifier.core import result\n"
+        "def f():\n    from .. import ncu_profile\n    from verifier import gpu_binary\n")
+    (folder / "core" / "runner.py").write_text("import verifier.profile_driver\nfrom ..core import channel\n")
+    assert imports_outside_core(folder) == [
+        "verifier/__init__.py:1 imports verifier.bundle",
+        "verifier/core/judge.py:5 imports verifier.ncu_profile",
+        "verifier/core/judge.py:6 imports verifier.gpu_binary",
+        "verifier/core/runner.py:1 imports verifier.profile_driver",
+    ]

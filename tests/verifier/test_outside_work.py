@@ -1,4 +1,4 @@
-"""Device work outside every timed call (verifier/outside_work.py): the accounting on a real
+"""Device work outside every timed call (verifier/core/outside_work.py): the accounting on a real
 H200 trace, the judge's verdict on the summaries, the hooks the runner's snapshot now covers, the
 static scan's blocking patterns, the compute floor, and what harness 2.6.0 did on the H200
 (tests/fixtures/h200/judge_2_6_0_outside_work.json: the whole CUDA cheat suite over three calls)."""
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.conftest import H200_FIXTURES, REPO_ROOT
-from verifier import compute_floor, guard, inputs, kernel_time, outside_work, static_scan
+from verifier.core import compute_floor, guard, inputs, kernel_time, outside_work, static_scan
 
 from .h200_traces import h200_trace
 

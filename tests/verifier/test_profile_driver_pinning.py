@@ -4,8 +4,9 @@ import threading
 
 import pytest
 
-from verifier import environ_names, profile_driver
-from verifier.timing_report import RESERVED_CPUS_VARIABLE
+from verifier import profile_driver
+from verifier.core import environ_names
+from verifier.core.timing_report import RESERVED_CPUS_VARIABLE
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                                 reason="needs Linux CPU affinity and two CPUs")

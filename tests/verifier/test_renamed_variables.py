@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from archive_site import env as site_env
-from verifier import RENAMED_VARIABLES, environ_get, environ_names
+from verifier.core import RENAMED_VARIABLES, environ_get, environ_names
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OLD_NAMES = sorted(set(RENAMED_VARIABLES.values()) | set(site_env.RENAMED.values()) | {"VERIFY_HARNESS_ARGS"})
 
 # Files that name the old names on purpose: the mappings, the changelog's table, this test.
-ALIAS_FILES = {"verifier/__init__.py", "verifier/CHANGELOG.md", "archive_site/env.py",
+ALIAS_FILES = {"verifier/core/__init__.py", "verifier/CHANGELOG.md", "archive_site/env.py",
                "tests/verifier/test_renamed_variables.py"}
 # Dated logs: they record what ran then, under the names of then.
 DATED_LOGS = ("docs/worker_runs.md", "docs/h200_runs.md", "docs/decisions/")

@@ -1,9 +1,9 @@
-"""verifier/result.py owns the document: the keys every producer writes and every reader reads."""
+"""verifier/core/result.py owns the document: the keys every producer writes and every reader reads."""
 import json
 
 import pytest
 
-from verifier import result
+from verifier.core import result
 
 
 def test_failure_document_has_every_key_of_a_document():

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from verifier.runner_session import candidate_failure_name as _candidate_failure_name
+from verifier.core.runner_session import candidate_failure_name as _candidate_failure_name
 
 
 @pytest.mark.parametrize("message, name", [
@@ -28,7 +28,7 @@ def test_the_sandboxed_process_dies_with_the_process_that_started_it(tmp_path):
     parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {os.getcwd()!r})
-        from verifier.sandbox import run_harness_isolated
+        from verifier.core.sandbox import run_harness_isolated
         run_harness_isolated([sys.executable, "-c",
             "import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)"],
             timeout_s=600)
@@ -55,7 +55,7 @@ def test_cuda_code_on_the_cpu_is_an_error_not_a_failed_kernel():
 
     suite = Path(__file__).resolve().parents[2] / "verifier" / "cheat_suite"
     # In a process of its own: the harness installs its own CPU allocator where it runs.
-    done = subprocess.run([sys.executable, "-m", "verifier.judge", "--reference", str(suite / "tasks" / "relu.py"),
+    done = subprocess.run([sys.executable, "-m", "verifier.core.judge", "--reference", str(suite / "tasks" / "relu.py"),
                            "--candidate", str(suite / "candidates" / "honest_relu.cu"), "--kind", "cuda_forward",
                            "--device", "cpu", "--no-timing"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""How the judge starts its runner (verifier/runner_start.py): the judge keeps only its own
+"""How the judge starts its runner (verifier/core/runner_start.py): the judge keeps only its own
 environment variables, then forks the runner with torch imported. A candidate that searches the
 runner's memory for what the judge's caller had in its environment finds nothing."""
 import json
@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from verifier import build as harness_build
-from verifier import RENAMED_VARIABLES, environ_get, runner_start
+from verifier.core import build as harness_build
+from verifier.core import RENAMED_VARIABLES, environ_get, runner_start
 
 from .memory_searcher import SEARCHER
 
@@ -46,7 +46,7 @@ def test_a_forked_runner_holds_nothing_of_the_judges_caller(tmp_path):
     candidate.write_text(SEARCHER % (token[:half].encode().hex(), token[half:].encode().hex()))
     env = dict(os.environ, SECRET_TOKEN=token, DATABASE_URL="postgres://u:%s@h/db" % token, PYTHONPATH=str(ROOT))
     build_dir = environ_get("VERIFIER_TEST_BUILD_DIR") or harness_build.default_build_dir()
-    done = subprocess.run([sys.executable, "-m", "verifier.judge", "--reference", str(RELU), "--candidate",
+    done = subprocess.run([sys.executable, "-m", "verifier.core.judge", "--reference", str(RELU), "--candidate",
                            str(candidate), "--device", "cpu", "--no-timing", "--seeds", "1,2", "--build-dir",
                            build_dir], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -54,7 +54,7 @@ def test_a_forked_runner_holds_nothing_of_the_judges_caller(tmp_path):
     line = next(l for l in doc["log"].splitlines() if l.startswith("SEARCHED "))
     seen = json.loads(line[len("SEARCHED "):])
     # forked from the judge (its command line), not a new interpreter: torch came imported
-    assert "verifier.judge" in seen["cmdline"] and "verifier.runner" not in seen["cmdline"], seen["cmdline"]
+    assert "verifier.core.judge" in seen["cmdline"] and "verifier.core.runner" not in seen["cmdline"], seen["cmdline"]
     assert seen["found"] == [], seen["found"]
     assert not {"DATABASE_URL", "SECRET_TOKEN"} & set(seen["environ"])
     set_by_the_judge = {"PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "TMPDIR", "TORCH_EXTENSIONS_DIR"}

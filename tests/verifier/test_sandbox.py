@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from verifier import build as harness_build
-from verifier import environ_names, judge_server
-from verifier.sandbox import run_harness_isolated
+from verifier.core import build as harness_build
+from verifier.core import environ_names, judge_server
+from verifier.core.sandbox import run_harness_isolated
 
 ROOT = Path(__file__).resolve().parents[2]
 RELU = ROOT / "verifier" / "cheat_suite" / "tasks" / "relu.py"
@@ -22,7 +22,7 @@ def new_interpreters(monkeypatch):
 
 
 def harness_argv(candidate, *extra):
-    return [sys.executable, "-m", "verifier.judge", "--reference", RELU, "--candidate", candidate,
+    return [sys.executable, "-m", "verifier.core.judge", "--reference", RELU, "--candidate", candidate,
             "--kind", "model_new", "--device", "cpu", "--no-timing", "--seeds", "1,2",
             "--build-dir", harness_build.default_build_dir(), *extra]
 

@@ -1,12 +1,12 @@
 """A task's compile baseline is timed once on a host and reused only while the eager reference
-timed beside each later kernel agrees with the one timed beside it (verifier/shared_baseline.py)."""
+timed beside each later kernel agrees with the one timed beside it (verifier/core/shared_baseline.py)."""
 import json
 
 import pytest
 
 from verifier.bundle_run import run_bundle
 
-from verifier.shared_baseline import MAX_AGE_S, SharedBaseline
+from verifier.core.shared_baseline import MAX_AGE_S, SharedBaseline
 
 VERSIONS = {"harness_sha256": "ab" * 32, "torch": "2.11.0", "cuda": "13.0", "driver": "580.159.04",
             "gpu": "NVIDIA H200", "gpu_capability": "9.0"}

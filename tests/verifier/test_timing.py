@@ -4,10 +4,10 @@ import time
 
 import pytest
 
-from verifier import build as harness_build
-from verifier import timing as timing
-from verifier import environ_names, timing_report
-from verifier.timing_report import RESERVED_CPUS_VARIABLE
+from verifier.core import build as harness_build
+from verifier.core import timing as timing
+from verifier.core import environ_names, timing_report
+from verifier.core.timing_report import RESERVED_CPUS_VARIABLE
 
 
 def test_summaries_and_rse():
@@ -52,7 +52,7 @@ def test_timing_inputs_are_the_tasks_under_each_seed_and_differ_everywhere_betwe
     inputs, not even most of their elements; one seed gives the same inputs in any process."""
     import torch
 
-    from verifier import inputs as inp
+    from verifier.core import inputs as inp
 
     class Task:
         @staticmethod
@@ -162,7 +162,7 @@ def test_pinning_pins_onto_reserved_cpus_only_and_restores_the_affinity(monkeypa
 
 
 def test_result_readers_take_both_figures_from_new_documents_and_the_one_figure_from_old_ones():
-    from verifier import result
+    from verifier.core import result
 
     new = _doc(eager=(0.03, 0.12), cand=(0.02, 0.04))
     new["timings"]["candidate"]["method"] = timing_report.METHODS["gpu_time"]

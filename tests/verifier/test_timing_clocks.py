@@ -1,6 +1,6 @@
 """The judge's timing on two clocks (GPU time and end to end), run on the CPU: a stand-in for
 the GPU-time caller, an in-process stand-in for the runner that can forge its reports, the
-real judge loop (verifier/judge_timing.py) and the real report (verifier/timing_report.py); the
+real judge loop (verifier/core/judge_timing.py) and the real report (verifier/core/timing_report.py); the
 stand-ins are tests/verifier/timing_stand_ins.py's."""
 import math
 import random
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from verifier import judge_timing, kernel_time, timing, timing_report, timing_setup
+from verifier.core import judge_timing, kernel_time, timing, timing_report, timing_setup
 
 from .timing_stand_ins import HOST_MS, Doubler, FakeRunner, NoHold, Task, run_timing
 from .timing_stand_ins import two_clocks  # noqa: F401  (fixture)

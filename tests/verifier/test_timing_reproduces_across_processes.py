@@ -23,7 +23,7 @@ from typing import Callable
 import pytest
 
 from tests.conftest import H200_FIXTURES
-from verifier import kernel_time
+from verifier.core import kernel_time
 
 DEMO = ("demo:relu_float4_grid_stride", "demo:softmax_warp_shuffle_online", "demo:matmul_shared_tiled_32",
         "demo:tiny_matmul_scaled_tiled", "demo:linear_relu_shared_tiled")

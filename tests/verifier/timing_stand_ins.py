@@ -1,7 +1,7 @@
 """Stand-ins for timing on two clocks on the CPU (test_timing_clocks.py, test_kernel_time.py): a
 task, a model that takes HOST_MS a call, a stand-in for the GPU-time caller, an in-process stand-in
 for the runner that can forge its reports, the `two_clocks` fixture that puts the CUDA clocks on
-the CPU, and the real judge loop (verifier/judge_timing.py) run over a runner. A test module that
+the CPU, and the real judge loop (verifier/core/judge_timing.py) run over a runner. A test module that
 uses `two_clocks` imports it from here (`# noqa: F401`: a fixture)."""
 import contextlib
 import time
@@ -9,8 +9,8 @@ import time
 import pytest
 import torch
 
-from verifier import judge_timing, kernel_time, timing, timing_report, timing_setup
-from verifier import inputs as inp
+from verifier.core import judge_timing, kernel_time, timing, timing_report, timing_setup
+from verifier.core import inputs as inp
 
 HOST_MS = 20.0  # every call's own time: long beside this loaded 2-core host's scheduling noise (~4 ms)
 
@@ -59,7 +59,7 @@ class StandInQueuedCaller:
 
 
 class FakeRunner:
-    """Answers the judge's timing requests as verifier/runner.py does, in this process; ``forge``
+    """Answers the judge's timing requests as verifier/core/runner.py does, in this process; ``forge``
     rewrites a batch's answer (clock name, answer, outputs kept) before it goes back."""
 
     queued_caller = StandInQueuedCaller

@@ -1,6 +1,6 @@
 """Starting the runner process, and starting it early.
 
-``python -m verifier.judge`` first drops every variable of its caller's environment that is not
+``python -m verifier.core.judge`` first drops every variable of its caller's environment that is not
 the judge's own (``clean_environment``: it runs itself again, so database URLs, secret keys and
 tokens never enter its memory), imports torch, and then forks the runner's launcher from itself
 (``_fork_launcher``): the runner starts with torch imported, a fork instead of seconds of CPU per
@@ -9,7 +9,7 @@ point: its arguments, its cleaned environment, the modules it imported; no seed 
 drawn before it. When the judge cannot be forked safely (it is not the command's main module, or
 it has a second thread or a started device), the runner is a fresh interpreter as before. The
 runner runs only this package's code until the judge sends its setup (which holds the candidate),
-and the judge hardens itself before that (verifier/judge.py). Torch-free on purpose.
+and the judge hardens itself before that (verifier/core/judge.py). Torch-free on purpose.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # caller's credentials (database, Redis, secret key, cloud tokens) or the judge's own files.
 _PASSED_VARIABLES = {"PATH", "HOME", "LANG", "LC_ALL", "USER", "LD_LIBRARY_PATH", "CC", "CXX", "MAX_JOBS"}
 _PASSED_PREFIXES = ("CUDA_", "TORCH_CUDA", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_")
-PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds verifier/
 DEVICES = ("cpu", "cuda")
 
 # What the judge keeps of its caller's environment when it starts (``clean_environment``): the
@@ -101,7 +101,7 @@ def kill_group(proc: subprocess.Popen[bytes] | ForkedLauncher) -> None:
 
 
 def spawn(device: str | None = None) -> Spawned:
-    """Start ``python -m verifier.runner`` on a fresh pair of pipes. ``device`` ("cpu" or
+    """Start ``python -m verifier.core.runner`` on a fresh pair of pipes. ``device`` ("cpu" or
     "cuda", or None when not known yet) lets the runner start the device before its setup."""
     scratch = tempfile.mkdtemp(prefix="kb_runner_")
     judge_read, runner_write = os.pipe()
@@ -114,7 +114,7 @@ def spawn(device: str | None = None) -> Spawned:
     if _forkable():
         proc = _fork_launcher(device, env, scratch, runner_read, runner_write)
     else:
-        argv = [sys.executable, "-B", "-m", "verifier.runner", str(runner_read), str(runner_write)]
+        argv = [sys.executable, "-B", "-m", "verifier.core.runner", str(runner_read), str(runner_write)]
         proc = subprocess.Popen(argv + ([device] if device else []), cwd=scratch, env=env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 pass_fds=(runner_read, runner_write), start_new_session=True,
@@ -146,7 +146,7 @@ class ForkedLauncher:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
             if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(["verifier.runner"], timeout)
+                raise subprocess.TimeoutExpired(["verifier.core.runner"], timeout)
             time.sleep(0.005)
         return self.returncode
 
@@ -163,7 +163,7 @@ def _forkable():
 
 
 def _fork_launcher(device, env, scratch, read_fd, write_fd):
-    """``python -B -m verifier.runner READ WRITE [DEVICE]`` without a new interpreter: a fork of the
+    """``python -B -m verifier.core.runner READ WRITE [DEVICE]`` without a new interpreter: a fork of the
     judge, which has imported torch already (seconds of CPU a runner no longer spends), set up as
     Popen sets up the exec'd runner: a session of its own, killed with the judge, /dev/null in,
     stdout and stderr to a pipe, its own folder and environment, no other file descriptor."""
@@ -197,7 +197,7 @@ def _fork_launcher(device, env, scratch, read_fd, write_fd):
         sys.argv = [os.path.join(os.path.dirname(__file__), "runner.py"), str(read_fd), str(write_fd)] + (
             [device] if device else [])
         sys.dont_write_bytecode = True
-        from verifier import runner
+        from verifier.core import runner
 
         runner.launch(read_fd, write_fd, device)  # does not return
     except BaseException:  # the launcher itself broke: the judge sees the channel close

@@ -1,11 +1,11 @@
 """The runner: the only process that loads candidate code. Started by the judge as
-``python -m verifier.runner READ_FD WRITE_FD [DEVICE]``; it answers the judge's requests over the
-channel (verifier/channel.py) and nothing else.
+``python -m verifier.core.runner READ_FD WRITE_FD [DEVICE]``; it answers the judge's requests over the
+channel (verifier/core/channel.py) and nothing else.
 
 Start-up, before any candidate code exists in the process: a launcher moves its future
 children into new PID and network namespaces where the host allows it and forks the runner
 proper (so whatever the candidate forks dies with it); the runner imports torch, starts
-the device, confines itself (verifier/confine.py) and reports that confinement in its first
+the device, confines itself (verifier/core/confine.py) and reports that confinement in its first
 message. Only then does it load the reference and the candidate.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def launch(read_fd: int, write_fd: int, device_hint: str | None) -> NoReturn:
     """Fork the runner proper into fresh namespaces; wait and pass on its exit status."""
-    from verifier import confine
+    from verifier.core import confine
 
     namespaces = confine.isolate_namespaces()
     pid = os.fork()
@@ -53,11 +53,11 @@ def _serve(read_fd: int, write_fd: int, namespaces: dict[str, Any], device_hint:
 
     import torch
 
-    from verifier import confine
-    from verifier.channel import Channel
-    from verifier.runner_session import RunnerSession, candidate_failure_name
+    from verifier.core import confine
+    from verifier.core.channel import Channel
+    from verifier.core.runner_session import RunnerSession, candidate_failure_name
 
-    _start_device(torch, device_hint)  # while the judge still starts up (verifier/runner_start.py)
+    _start_device(torch, device_hint)  # while the judge still starts up (verifier/core/runner_start.py)
     channel = Channel(read_fd, write_fd)
     header, _ = channel.recv()
     if header.get("type") != "setup":

@@ -2,7 +2,7 @@
 with a verdict document.
 
 ``run_harness_isolated(argv, cwd=None, timeout_s=..., memory_limit_bytes=..., env=None)``
-starts ``argv`` (for example ``[sys.executable, "-m", "verifier.judge", ...]``) in a
+starts ``argv`` (for example ``[sys.executable, "-m", "verifier.core.judge", ...]``) in a
 new session (its own process group), with resource limits set in the child:
 no core files, CPU time, and - for CPU-only runs, where it is safe - address space.
 A watchdog kills the whole group on timeout or when the group's resident memory passes

@@ -9,7 +9,7 @@ costs time, never correctness. The candidate's source is compiled exactly as bef
 that second include a no-op.
 
 The judge builds it, never the runner: it sits beside the build cache, outside the folders the
-runner may write (verifier/confine.py), so a candidate cannot plant code into later builds
+runner may write (verifier/core/confine.py), so a candidate cannot plant code into later builds
 through it. Built once per compiler, flags and torch, under a lock; concurrent judges wait.
 """
 from __future__ import annotations

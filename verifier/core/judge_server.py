@@ -1,13 +1,13 @@
-"""Judges without a torch import each: ``python -m verifier.judge_server SOCKET`` imports the judge
+"""Judges without a torch import each: ``python -m verifier.core.judge_server SOCKET`` imports the judge
 once, then forks one judge process per request on a Unix socket.
 
-Every judge started with ``python -m verifier.judge`` spends about 2.4 CPU seconds importing
+Every judge started with ``python -m verifier.core.judge`` spends about 2.4 CPU seconds importing
 torch before it does anything; a caller that starts many (the test suite, a campaign) can start
 them from here instead. ``sandbox.run_harness_isolated`` does when ``JUDGE_SERVER_SOCKET`` names a
 socket (``serve_in_background`` starts a server and sets it). A served judge is the same process
 a new one would be: a session of its own, the sandbox's CPU and address-space limits, stdout and
 stderr to the sandbox's files, /dev/null in, its own folder and environment, no other file
-descriptor; it runs ``judge.main`` and forks its runner as ``python -m verifier.judge`` does.
+descriptor; it runs ``judge.main`` and forks its runner as ``python -m verifier.core.judge`` does.
 
 What the server holds is what a judge holds before its arguments: torch and this package. It
 takes requests only from its own user (the socket's folder is private, the peer's uid is
@@ -37,11 +37,11 @@ import threading
 import time
 
 if __name__ == "__main__":
-    from verifier import runner_start
+    from verifier.core import runner_start
 
     runner_start.clean_environment()
 
-from verifier import runner_start  # noqa: E402
+from verifier.core import runner_start  # noqa: E402
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing: no module only for annotations
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ _MAX_REQUEST = 1 << 20
 def _run_judge(request, out_fd, err_fd):
     """In the forked child: become the judge process the sandbox would have started."""
     try:
-        from verifier import process_limits
+        from verifier.core import process_limits
 
         os.setsid()
         process_limits.limits(request.get("cpu_seconds"), request.get("address_space"))()  # as its preexec_fn
@@ -76,7 +76,7 @@ def _run_judge(request, out_fd, err_fd):
         tempfile.tempdir = None
         args = [str(a) for a in request["argv"]]
         sys.argv = [os.path.join(os.path.dirname(__file__), "judge.py")] + args
-        from verifier import judge
+        from verifier.core import judge
 
         runner_start.spawn_early(args)
         code = judge.main(args)
@@ -127,7 +127,7 @@ def serve(path: str) -> NoReturn:
     """Answer requests on ``path`` until the process is killed (one thread: no thread may exist
     when a judge is forked)."""
     import torch  # noqa: F401  what every judge would import
-    from verifier import judge  # noqa: F401
+    from verifier.core import judge  # noqa: F401
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -200,7 +200,7 @@ class ServedJudge:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
             if deadline is not None and time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired(["verifier.judge"], timeout)
+                raise subprocess.TimeoutExpired(["verifier.core.judge"], timeout)
             time.sleep(0.01)
         return self.returncode
 
@@ -224,9 +224,9 @@ def serve_in_background() -> subprocess.Popen[bytes]:
     env = dict(runner_start.judge_environment(os.environ),
                PYTHONPATH=os.pathsep.join([runner_start.PACKAGE_PARENT] + [
                    p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    from verifier import confine
+    from verifier.core import confine
 
-    proc = subprocess.Popen([sys.executable, "-m", "verifier.judge_server", path], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "verifier.core.judge_server", path], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, start_new_session=True,
                             preexec_fn=confine.die_with_parent)
     if not proc.stdout.readline().startswith(b"serving"):
@@ -239,10 +239,11 @@ def serve_in_background() -> subprocess.Popen[bytes]:
 def serves(argv: Sequence[str], cwd: str | os.PathLike[str] | None) -> bool:
     """Would ``argv`` run in ``cwd`` start this package's judge, which a server here forks? (A
     bundle's folder holds a verifier of its own, which its judge must be.)"""
-    if not (len(argv) >= 3 and argv[0] == sys.executable and list(argv[1:3]) == ["-m", "verifier.judge"]):
+    if not (len(argv) >= 3 and argv[0] == sys.executable and list(argv[1:3]) == ["-m", "verifier.core.judge"]):
         return False
     own = os.path.join(cwd or os.getcwd(), "verifier")
-    return not os.path.isdir(own) or os.path.realpath(own) == os.path.realpath(os.path.dirname(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this verifier/, core/'s parent
+    return not os.path.isdir(own) or os.path.realpath(own) == os.path.realpath(package)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ A document is plain JSON:
   Version 2 documents have one clock (CUDA events after a 50 us spin), read as end to end;
 - ``versions`` (harness version and sha256, python, torch, CUDA, driver, GPU, CPU),
   ``device``, ``kind``, ``seeds``, ``log``, ``checks`` (raw evidence), ``sandbox`` (when run
-  through verifier/sandbox.py).
+  through verifier/core/sandbox.py).
 """
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ class RunnerProcess:
     # --- life cycle ------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Take the runner the judge started early (verifier/runner_start.py) or start one, and
+        """Take the runner the judge started early (verifier/core/runner_start.py) or start one, and
         send it its setup: from here on it holds the candidate."""
         spawned = runner_start.take(self.setup["device"])
         self.proc, self.scratch, self.known_children = spawned.proc, spawned.scratch, spawned.known_children

@@ -1,4 +1,4 @@
-"""The judge's command line (``python -m verifier.judge``): its options, the kernel kind
+"""The judge's command line (``python -m verifier.core.judge``): its options, the kernel kind
 guessed from the source when ``--kind`` is not given, and VerifyOptions, the record of one
 verification's settings that the judge passes down (built once, from the command line or from
 ``judge.verify``'s keywords)."""
@@ -34,7 +34,7 @@ class VerifyOptions:
     runner_timeout_s: float = DEFAULT_RUNNER_TIMEOUT_S  # any one step of the runner, its build included
     budget_s: float | None = None  # the whole verification once loaded; None: judge_budget's default
     probe_budget_s: float | None = None  # any one request once loaded; None: judge_budget's default
-    shared_baseline_dir: str | None = None  # the host's shared compile baselines (verifier/shared_baseline.py)
+    shared_baseline_dir: str | None = None  # the host's shared compile baselines (verifier/core/shared_baseline.py)
 
     def __post_init__(self) -> None:
         # What callers pass, made read-only: any iterable of seeds becomes a tuple; of the
@@ -69,7 +69,7 @@ def seed_list(text: str) -> list[int]:
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="judge", description="Verify a kernel against its task's reference; "
-                                "print the verdict document (verifier/result.py).")
+                                "print the verdict document (verifier/core/result.py).")
     p.add_argument("--reference", required=True)
     p.add_argument("--candidate", required=True)
     p.add_argument("--functional")
@@ -97,7 +97,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--build-dir")
     p.add_argument("--shared-baseline-dir", help="a folder only judges write (never the build folder): the "
                    "torch.compile baseline of a task is timed once there and reused while the eager reference "
-                   "timed beside each kernel agrees with it (verifier/shared_baseline.py)")
+                   "timed beside each kernel agrees with it (verifier/core/shared_baseline.py)")
     p.add_argument("--build-only", action="store_true", help="only build and load the candidate (verdict built)")
     p.add_argument("--json")
     return p.parse_args(argv)

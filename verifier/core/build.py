@@ -177,7 +177,7 @@ def build_cuda_forward(src: str, device: str, build_dir: str, log: list[str],
     file), without load_inline's ``main.cpp``, which here holds nothing but
     ``#include <torch/extension.h>`` (the source defines its own PYBIND11_MODULE) and cost a
     second compile of torch's headers, ~20 of a build's ~110 CPU seconds.
-    ``pch_header`` (cpu: verifier/build_pch.py) only makes the build faster: the same
+    ``pch_header`` (cpu: verifier/core/build_pch.py) only makes the build faster: the same
     object comes out, so it is not part of the name. (It is part of the build command, so
     the judge names it on every CPU build, or ninja would build a cached source again.)
     """
