@@ -51,7 +51,7 @@ def run_half(entries):
     def run(entry):
         ref, cand, fn = gpu_campaign.entry_paths(entry, "cpu")
         argv = gpu_campaign.harness_argv(ref, cand, entry["kind"], "cpu", build_dir, fn, bool(entry.get("timing")),
-                                         ["--no-compile", "--time-budget", "2"])
+                                         ["--no-compile", "--time-budget", str(gpu_campaign.timed_budget(entry, 2))])
         return entry["name"], gpu_campaign.run_one(argv, 900, env)
 
     untimed = [e for e in entries if not e.get("timing")]
