@@ -37,8 +37,7 @@ def analyse(doc: dict[str, Any], ctx: trials_mod.Ctx) -> None:
             ctx.add_flag(checks.flag("uninitialized_output", True,
                                      "%d of %d output elements still held the allocator poison (0xFF bytes) after "
                                      "the call: parts of the output are never written" % (poisoned, total)))
-    ref_stack = checks.stack_samples(ctx.samples_ref)
-    ctx.task_flags.extend(checks.task_weakness(ref_stack))
+    ref_stack = checks.stack_samples(ctx.samples_ref)  # the judge finds the task's weaknesses itself
     deferred = ctx.has_flag("deferred_write")  # then the output at return says nothing about the work
     const = None if deferred else checks.constant_output(checks.stack_samples(ctx.samples_cand), ref_stack)
     if const:

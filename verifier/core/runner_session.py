@@ -29,23 +29,6 @@ if TYPE_CHECKING:
 INIT_SEED = 42
 
 
-class NoHold:
-    """The judge holds the device lock for both processes; the runner takes none."""
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    @contextlib.contextmanager
-    def alone(self) -> Iterator[None]:
-        yield
-
-    def report(self) -> None:
-        return None
-
-
 def instantiate(cls: type, init_inputs: list[Any], device: str) -> Any:
     inp.seed_everything(INIT_SEED)
     model = cls(*copy.deepcopy(init_inputs))
@@ -79,9 +62,8 @@ class RunnerSession:
         self.build_dir = setup["build_dir"]
         self.source_dir = setup["scratch_dir"]  # module files of this run only
         tol = dict(setup["tolerance"])
-        self.ctx = trials_mod.Ctx(device=self.device, tol=tol, seeds=[], stage=lambda name: None, task_flags=[],
-                                  ref_mutates=False, param_snapshot={}, param_tensors={}, namespaces=[],
-                                  device_hold=NoHold())
+        self.ctx = trials_mod.Ctx(device=self.device, tol=tol, seeds=[], stage=lambda name: None,
+                                  ref_mutates=False, param_snapshot={}, param_tensors={}, namespaces=[])
         self.checks = {}
         self.trials = []
         self.make_inputs = None

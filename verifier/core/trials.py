@@ -44,12 +44,10 @@ class Ctx:
     tol: dict[str, Any]  # the judge's tolerance (``abs``, ``rel``), as checks.compare takes it
     stage: Callable[[str], None]  # names the step about to run (the runner's is a no-op)
     seeds: list[int] = field(default_factory=list)  # the trial seeds, for the probes
-    task_flags: list[dict[str, Any]] = field(default_factory=list)  # findings about the reference
     ref_mutates: bool = False  # the reference writes to its inputs (then the candidate may too)
     param_snapshot: dict[str, torch.Tensor] = field(default_factory=dict)  # CPU copies of param_tensors
     param_tensors: dict[str, torch.Tensor] = field(default_factory=dict)  # the functional form's state
     namespaces: list[tuple[str, Any]] = field(default_factory=list)  # (label, module or class) guard watches
-    device_hold: Any = None  # runner_session.NoHold: the judge holds the device lock; no step reads it
     flags: list[dict[str, Any]] = field(default_factory=list)  # the runner's findings (add_flag)
     log: list[str] = field(default_factory=list)  # build and allocator output
     samples_ref: list[torch.Tensor | None] = field(default_factory=list)  # per trial: sample_of(reference)
