@@ -5,6 +5,9 @@
 #
 #   OUT=dir ONLY=name,name bash scripts/gpu_cheat_subset.sh [SECONDS]
 #
+# ONLY takes entry names and groups (`:timed`, `:untimed`, `:honest`, `:attack`; `-name` leaves
+# one out: gpu_campaign.select), e.g. ONLY=:timed for every entry the judge times.
+#
 # SECONDS (default 300) bounds the campaign. Results (every judge document, summary.md) come back
 # in $OUT. scripts/README.md lists the other entry points.
 set -uo pipefail

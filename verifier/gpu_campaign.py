@@ -102,11 +102,33 @@ def trim(doc: dict[str, Any], limit: int = 3000) -> dict[str, Any]:
     return doc
 
 
+GROUPS = {":timed": lambda e: bool(e.get("timing")), ":untimed": lambda e: not e.get("timing"),
+          ":honest": lambda e: bool(e.get("honest")), ":attack": lambda e: bool(e.get("attack"))}
+
+
+def select(entries: list[dict[str, Any]], only: str | None) -> list[dict[str, Any]]:
+    """The entries ``--only`` names, in the manifest's order: entry names and groups (GROUPS, e.g.
+    ``:timed``), comma-separated; a name prefixed ``-`` leaves that entry or group out. A name
+    the manifest lacks is an error, not an empty campaign."""
+    if not only:
+        return entries
+    names = {e["name"] for e in entries}
+    chosen, dropped = set(), set()
+    for word in filter(None, only.split(",")):
+        into, word = (dropped, word[1:]) if word.startswith("-") else (chosen, word)
+        if word in GROUPS:
+            into.update(e["name"] for e in entries if GROUPS[word](e))
+        elif word in names:
+            into.add(word)
+        else:
+            raise SystemExit("--only: %r is neither an entry of this device nor a group (%s)" % (word, ", ".join(GROUPS)))
+    if not chosen:
+        chosen = set(names)
+    return [e for e in entries if e["name"] in chosen - dropped]
+
+
 def run_suite(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
-    entries = [e for e in load_manifest() if args.device in e["devices"]]
-    if args.only:
-        wanted = set(args.only.split(","))
-        entries = [e for e in entries if e["name"] in wanted]
+    entries = select([e for e in load_manifest() if args.device in e["devices"]], args.only)
     docs, phase = {}, {}
     t0 = time.time()
 
@@ -325,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     p.add_argument("--jobs", type=int, default=14)
     p.add_argument("--timed-jobs", type=int, default=1, help="timed re-runs at once (1: undisturbed timings)")
-    p.add_argument("--only")
+    p.add_argument("--only", help="entries and groups (%s), comma-separated; -NAME leaves one out" % ", ".join(GROUPS))
     p.add_argument("--build-dir", default=None)
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--time-budget", type=float, default=5.0)
