@@ -43,6 +43,8 @@ NOT_TIMED_2_9_1 = frozenset({"attack_early_launch_code_swap_matmul_py", "attack_
 # Attacks that cheat only once 3 of 4 calls come back to back: on 2.9.1's host the judge timed
 # them in batches of 2, so they never cheated there (test below).
 RHYTHM_OF_THREE = frozenset({"attack_nan_timed_py", "attack_gc_scavenge_timing_py"})
+# 2.9.1 again once its modules moved into verifier/core/: the same code, another hash (what ships).
+HARNESS_2_9_1_CORE_SHA256 = "5b0929535a163c18c205545fcc4a0c3c35a404be9ab22d64c395a387d2d118c3"
 
 
 def load(name):
@@ -139,6 +141,10 @@ CHEAT_SUITE_CALLS = {
         gpu="NVIDIA H100 80GB HBM3", **extra)
        for part, extra in (("timed", {"not_ok": NOT_TIMED_2_9_1 | RHYTHM_OF_THREE, "untimed": NOT_TIMED_2_9_1}),
                            ("early_launch_timed", {}), ("untimed_a", {}), ("untimed_b", {}))},
+    # docs/h200_runs.md, "Harness 2.9.1 as verifier/core/": the whole suite in two calls on one H100
+    **{"judge_2_9_1_core_cheat_suite-%s" % part: CheatSuiteCall(
+        "judge_2_9_1_core_cheat_suite.json", judge_documents_run(part), "2.9.1", HARNESS_2_9_1_CORE_SHA256,
+        gpu="NVIDIA H100 80GB HBM3") for part in ("timed", "untimed")},
 }
 
 
@@ -325,6 +331,31 @@ def test_the_rhythm_attacks_never_cheated_in_batches_of_two_so_their_time_is_the
         assert "timed_call_wrong_output" not in {f["name"] for f in doc["flags"]}, name
         assert doc["speedup"]["vs_eager"] == pytest.approx(1.0, abs=0.1), name
         assert "timed_call_wrong_output" in blocking(old) and old["speedup"]["vs_eager"] > 5, name
+
+
+# --- judge_2_9_1_core_cheat_suite.json: docs/h200_runs.md, "Harness 2.9.1 as verifier/core/"
+
+def test_the_verifier_as_a_package_judged_every_cuda_entry_as_the_manifest_expects():
+    """Issue #36: the move into verifier/core/ is a refactoring, so on the GPU every CUDA entry of
+    the manifest is judged once, timed where the manifest says, and as expected: the honest ones
+    pass, the rest fail with their flags."""
+    timed, untimed = (read_call("judge_2_9_1_core_cheat_suite-" + part) for part in ("timed", "untimed"))
+    rows = {row["name"]: row for row in timed.rows + untimed.rows}
+    assert len(rows) == len(timed.rows) + len(untimed.rows)
+    assert set(rows) == {e["name"] for e in ENTRIES if "cuda" in e["devices"]}
+    assert {row["name"] for row in timed.rows} == {n for n in rows if BY_NAME[n].get("timing")}
+    assert all(row["ok"] for row in rows.values())
+
+
+def test_with_time_budget_s_the_rhythm_attacks_got_batches_of_three_and_were_caught():
+    """The manifest's time_budget_s (6 s for the attacks gated on 3 of 4 calls back to back) gave
+    the judge room for batches of 3 on the host where 2.9.1's 2 s budget gave batches of 2 (test
+    above): both attacks then cheated and were caught at 10x."""
+    documents = read_call("judge_2_9_1_core_cheat_suite-timed").documents
+    for name in RHYTHM_OF_THREE:
+        assert BY_NAME[name]["time_budget_s"] > 2, name
+        doc = documents[name]
+        assert doc["timing"]["batch"] >= 3 and "timed_call_wrong_output" in blocking(doc), name
 
 
 # --- judge_2_5_0_timing.json and judge_2_5_1_timing.json: docs/h200_runs.md, "More rounds before a
