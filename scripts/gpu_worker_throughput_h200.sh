@@ -9,11 +9,12 @@
 #   OUT=dir bash scripts/gpu_worker_throughput_h200.sh run [THREADS]   # on the GPU host
 #   OUT=dir bash scripts/gpu_worker_throughput_h200.sh check           # anywhere: setup only, no GPU
 #
-# `pack` writes .whl/ (the worker's pure-Python packages missing from the GPU image) and
-# .device/ (data.tgz: a migrated SQLite archive of the shared sample made with import_archive;
-# clang_tidy.tar.xz: the clang-tidy binary and clang's headers from the pinned PyPI wheel, which
-# as a wheel alone would take the tree past the 64 MiB a call carries). Both are git-ignored:
-# name `.whl` and `.device` in the call's carry.
+# `pack` writes .device/ (git-ignored: name `.device` in the call's carry): site.tar.xz (the
+# worker's Python packages missing from the GPU image, unpacked from their pinned wheels without
+# their .po translation sources: 7 MB against the wheels' 15), data.tgz (a migrated SQLite
+# archive of the shared sample made with import_archive) and clang_tidy.tar.xz (the clang-tidy
+# binary and clang's headers from the pinned PyPI wheel). A call carries at most 64 MiB with the
+# tracked tree, so `pack` fails when they would not fit.
 #
 # PREBUILD=N builds every queued kernel first, N at once (a warm build cache for the worker);
 # PREBUILD_S=S starts no build after S s from the script's start (the rest build in the worker).
@@ -44,10 +45,16 @@ elapsed() { echo $(( $(date +%s) - start )); }
 
 if [ "$mode" = pack ]; then
     py=${PYTHON:-.venv/bin/python}
-    rm -rf .whl .device/data .device/data.tgz && mkdir -p .whl .device/data
+    rm -rf .whl .device/data .device/data.tgz .device/site.tar.xz && mkdir -p .device/data
     platform="--only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
+    tmp=$(mktemp -d)
+    # A wheel of these is its files (none has a .data folder), so unpacking is installing it.
     # shellcheck disable=SC2086
-    $py -m pip download -q --no-deps $platform -d .whl $WHEELS || exit 1
+    $py -m pip download -q --no-deps $platform -d "$tmp/wheels" $WHEELS || exit 1
+    for wheel in "$tmp"/wheels/*.whl; do unzip -q -o "$wheel" -d "$tmp/site" || exit 1; done
+    if find "$tmp/site" -maxdepth 1 -name "*.data" | grep -q .; then echo "a wheel has a .data folder: unpacking is not installing it"; exit 1; fi
+    find "$tmp/site" -name "*.po" -delete
+    tar -cf - -C "$tmp/site" . | xz -6 -T0 > .device/site.tar.xz && rm -rf "$tmp" || exit 1
     if [ ! -f .device/clang_tidy.tar.xz ]; then
         tmp=$(mktemp -d)
         # shellcheck disable=SC2086
@@ -67,8 +74,10 @@ if [ "$mode" = pack ]; then
             $py manage.py import_archive "$extra" --rows-without-kernel skip --no-progress || exit 1
     done
     tar czf .device/data.tgz -C .device data && rm -rf .device/data
-    du -cb .whl .device | tail -1
-    git ls-files -z | xargs -0 du -cb | tail -1
+    carried=$(du -cb .device | tail -1 | cut -f1)
+    tracked=$(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1)
+    echo "a call carries $(( (carried + tracked) / 1048576 )) MiB: .device $(( carried / 1048576 )), the tracked tree $(( tracked / 1048576 )); at most 64"
+    [ $(( carried + tracked )) -lt $(( 64 * 1048576 )) ] || { echo "too much for one call"; exit 1; }
     exit 0
 fi
 
@@ -82,7 +91,7 @@ if [ "${KEEP:-}" = 1 ] && [ -d "$work/data" ] && [ -d "$site/clang_tidy" ]; then
 else
     [ "${KEEP:-}" = 1 ] && echo "KEEP=1 but nothing to keep here (a fresh machine): starting cold"
     rm -rf "$site" "$work" && mkdir -p "$site" "$work" || exit 1
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/*.whl || exit 1
+    tar xJf .device/site.tar.xz -C "$site" || exit 1
     tar xJf .device/clang_tidy.tar.xz -C "$site" || exit 1
     tar xzf .device/data.tgz -C "$work" || exit 1
 fi
